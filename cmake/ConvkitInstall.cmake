@@ -1,0 +1,18 @@
+include(CMakePackageConfigHelpers)
+install(TARGETS convkit_shared convkit_static EXPORT convkitTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/convkit DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_BINARY_DIR}/include/convkit/version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/convkit)
+install(EXPORT convkitTargets NAMESPACE convkit::
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/convkit)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/convkitConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/convkitConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/convkit)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/convkitConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/convkitConfig.cmake ${PROJECT_BINARY_DIR}/convkitConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/convkit)

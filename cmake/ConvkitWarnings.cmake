@@ -1,0 +1,17 @@
+# Every convkit target links convkit_warnings; third-party headers are included as SYSTEM.
+add_library(convkit_warnings INTERFACE)
+target_compile_options(convkit_warnings INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic $<$<BOOL:${CONVKIT_WERROR}>:-Werror>>)
+
+option(CONVKIT_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+if(CONVKIT_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# The library is built for the machine it runs on (AVX2/FMA where present);
+# turn off for a portable binary.
+option(CONVKIT_NATIVE "Compile for the host's instruction set (-march=native)" ON)
+if(CONVKIT_NATIVE)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+endif()

@@ -1,0 +1,76 @@
+#pragma once
+// Philox 4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3").
+// Counter-based: element i of a random tensor depends only on (seed, offset, i),
+// so the cpu, sim and cuda backends produce bit-identical streams. This header
+// is included by CUDA kernels too, hence the host/device qualifiers.
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__) || defined(CONVKIT_SIM_KERNEL)
+#define CK_HOST_DEVICE __host__ __device__
+#else
+#define CK_HOST_DEVICE
+#endif
+
+namespace convkit::philox {
+
+struct U32x4 { std::uint32_t v[4]; };
+
+CK_HOST_DEVICE inline void mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t& hi,
+                                   std::uint32_t& lo) {
+  const std::uint64_t p = static_cast<std::uint64_t>(a) * b;
+  hi = static_cast<std::uint32_t>(p >> 32);
+  lo = static_cast<std::uint32_t>(p);
+}
+
+// Ten rounds of Philox4x32 on counter `ctr` with the 64-bit key `key`.
+CK_HOST_DEVICE inline U32x4 philox4x32_10(U32x4 ctr, std::uint64_t key) {
+  std::uint32_t k0 = static_cast<std::uint32_t>(key), k1 = static_cast<std::uint32_t>(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    std::uint32_t hi0, lo0, hi1, lo1;
+    mulhilo(0xD2511F53u, ctr.v[0], hi0, lo0);
+    mulhilo(0xCD9E8D57u, ctr.v[2], hi1, lo1);
+    ctr = U32x4{{hi1 ^ ctr.v[1] ^ k0, lo1, hi0 ^ ctr.v[3] ^ k1, lo0}};
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return ctr;
+}
+
+// The four 32-bit words of block `block` of the stream (seed, offset/4).
+CK_HOST_DEVICE inline U32x4 block_words(std::uint64_t seed, std::uint64_t block) {
+  return philox4x32_10(U32x4{{static_cast<std::uint32_t>(block),
+                              static_cast<std::uint32_t>(block >> 32), 0u, 0u}},
+                       seed);
+}
+
+// Uniform in [0, 1) from the top 24 bits, exactly representable in float.
+CK_HOST_DEVICE inline float to_unit_float(std::uint32_t x) {
+  return static_cast<float>(x >> 8) * (1.0f / 16777216.0f);
+}
+
+// Element i of a uniform stream that starts at `offset` (a multiple of 4).
+CK_HOST_DEVICE inline float uniform(std::uint64_t seed, std::uint64_t offset, std::uint64_t i) {
+  const std::uint64_t e = offset + i;
+  return to_unit_float(block_words(seed, e / 4).v[e % 4]);
+}
+
+}  // namespace convkit::philox
+
+namespace convkit::philox {
+
+// Element i of a standard-normal stream (Box-Muller on word pairs). Each
+// Philox block gives four normals; (words 0,1) and (words 2,3) form the pairs.
+CK_HOST_DEVICE inline float normal(std::uint64_t seed, std::uint64_t offset, std::uint64_t i) {
+  const std::uint64_t e = offset + i;
+  const U32x4 w = block_words(seed, e / 4);
+  const int pair = static_cast<int>(e % 4) / 2;
+  // (x >> 8) + 1 keeps the log's argument in (0, 1].
+  const float u1 = (static_cast<float>(w.v[2 * pair] >> 8) + 1.0f) * (1.0f / 16777216.0f);
+  const float u2 = to_unit_float(w.v[2 * pair + 1]);
+  const float r = sqrtf(-2.0f * logf(u1));
+  const float theta = 6.2831853071795864f * u2;
+  return (e % 2 == 0) ? r * cosf(theta) : r * sinf(theta);
+}
+
+}  // namespace convkit::philox

@@ -1,0 +1,40 @@
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "convkit/core/device.h"
+
+namespace convkit {
+
+class Backend;
+
+// A block of device memory shared by a tensor and all its views. The version
+// counter lives here because every view of the memory must see an in-place
+// write: autograd compares it with the version it saved.
+class Storage {
+ public:
+  // Allocates through the device's backend (64-byte aligned on the host).
+  static std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  std::uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  Storage(void* data, std::size_t nbytes, Device device, Backend* backend)
+      : data_(data), nbytes_(nbytes), device_(device), backend_(backend) {}
+  void* data_;
+  std::size_t nbytes_;
+  Device device_;
+  Backend* backend_;
+  std::atomic<std::uint64_t> version_{0};
+};
+
+}  // namespace convkit

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs whichever packages in third_party/packages.txt are missing.
+# Idempotent and silent when everything is present. The CUDA toolkit is not a
+# Debian package here: when nvcc exists the build uses it, otherwise it builds
+# the CPU and sim backends only.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$here/packages.txt" | grep -v '^$')
+[ "$#" -gt 0 ] && wanted+=("$@")   # extra packages, e.g. libtorch-dev for optional comparisons
+
+missing=()
+for p in "${wanted[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$p")
+done
+[ "${#missing[@]}" -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
