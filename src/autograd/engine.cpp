@@ -1,0 +1,65 @@
+// Backward pass: a topological walk of the graph from the root. Gradients for
+// a node are summed until every edge into it has delivered, then the node
+// runs. Ready nodes run newest first, as PyTorch's engine does.
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "convkit/autograd/grad_mode.h"
+#include "convkit/autograd/node.h"
+#include "convkit/ops/elementwise.h"
+
+namespace convkit::autograd {
+
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  CK_CHECK(root.requires_grad(), "backward: the tensor of shape ", root.shape(),
+           " does not require grad and has no grad_fn");
+  CK_CHECK(grad.shape() == root.shape(), "backward: gradient of shape ", grad.shape(),
+           " does not match the tensor's shape ", root.shape());
+  NoGradGuard no_grad;
+  std::shared_ptr<Node> start = gradient_edge(root);
+
+  // Count the edges into each node.
+  std::unordered_map<Node*, int> dependencies;
+  std::vector<Node*> stack{start.get()};
+  std::unordered_set<Node*> seen{start.get()};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const auto& next : n->next) {
+      if (!next) continue;
+      ++dependencies[next.get()];
+      if (seen.insert(next.get()).second) stack.push_back(next.get());
+    }
+  }
+
+  auto newer_first = [](Node* a, Node* b) { return a->sequence() < b->sequence(); };
+  std::priority_queue<Node*, std::vector<Node*>, decltype(newer_first)> ready(newer_first);
+  std::unordered_map<Node*, Tensor> pending;
+  pending[start.get()] = grad;
+  ready.push(start.get());
+  while (!ready.empty()) {
+    Node* n = ready.top();
+    ready.pop();
+    // A node that received no gradient still runs its bookkeeping so that the
+    // nodes below it can become ready through their other inputs.
+    std::vector<Tensor> grads;
+    if (auto it = pending.find(n); it != pending.end()) {
+      Tensor g = std::move(it->second);
+      pending.erase(it);
+      grads = n->apply(g);
+    }
+    if (!retain_graph) n->release();
+    for (std::size_t i = 0; i < n->next.size(); ++i) {
+      Node* next = n->next[i].get();
+      if (!next) continue;
+      if (i < grads.size() && grads[i].defined()) {
+        Tensor& slot = pending[next];
+        slot = slot.defined() ? add(slot, grads[i]) : grads[i];
+      }
+      if (--dependencies[next] == 0) ready.push(next);
+    }
+  }
+}
+
+}  // namespace convkit::autograd

@@ -1,0 +1,87 @@
+#include "convkit/autograd/node.h"
+
+#include <atomic>
+
+#include "convkit/autograd/grad_mode.h"
+#include "convkit/ops/elementwise.h"
+
+namespace convkit::autograd {
+
+namespace {
+std::atomic<std::uint64_t> g_next_sequence{0};
+}
+
+Node::Node(std::string name) : name_(std::move(name)), sequence_(g_next_sequence++) {}
+
+SavedTensor::SavedTensor(const Tensor& t)
+    : tensor_(t), version_(t.defined() ? t.storage()->version() : 0) {}
+
+const Tensor& SavedTensor::get() const {
+  CK_CHECK(!tensor_.defined() || tensor_.storage()->version() == version_,
+           "autograd: a tensor of shape ", tensor_.shape(),
+           " needed for the gradient was modified by an in-place operation after it was saved "
+           "(its version is now ", tensor_.storage()->version(), ", expected ", version_,
+           "); use an out-of-place op or clone() before modifying it");
+  return tensor_;
+}
+
+std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
+  CK_CHECK(fn_ != nullptr, "autograd: trying to run backward through ", name(),
+           " a second time, but its saved tensors were freed after the first backward; "
+           "pass retain_graph=true to the first backward if you need to do this");
+  return fn_(grad_output);
+}
+
+AccumulateGrad::AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf)
+    : Node("AccumulateGrad"), leaf_(leaf) {}
+
+std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
+  auto leaf = leaf_.lock();
+  if (!leaf) return {};
+  if (!leaf->grad.defined()) {
+    // Own a fresh buffer: the incoming gradient may alias another tensor.
+    leaf->grad = grad_output.contiguous().same(grad_output) ? grad_output.clone() : grad_output.contiguous();
+  } else {
+    leaf->grad.add_(grad_output);
+  }
+  return {};
+}
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor* t : inputs)
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+bool needs_grad(const std::vector<Tensor>& inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+std::shared_ptr<Node> gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.requires_grad()) return nullptr;
+  if (t.grad_fn()) return t.grad_fn();
+  TensorImpl* impl = t.impl();
+  auto acc = impl->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+    impl->grad_accumulator = acc;
+  }
+  return acc;
+}
+
+Tensor& record(Tensor& out, const char* name, const std::vector<Tensor>& inputs,
+               FunctionNode::Backward backward) {
+  if (!needs_grad(inputs)) return out;
+  auto node = std::make_shared<FunctionNode>(name, std::move(backward));
+  node->next.reserve(inputs.size());
+  for (const Tensor& in : inputs) node->next.push_back(gradient_edge(in));
+  out.impl()->grad_fn = std::move(node);
+  out.impl()->requires_grad = true;
+  return out;
+}
+
+}  // namespace convkit::autograd

@@ -1,0 +1,57 @@
+// Entry point of the `convkit` tool: dispatches to one command and turns any
+// convkit::Error into a one-line message and exit code 2.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "cli/commands.h"
+#include "convkit/core/error.h"
+#include "convkit/version.h"
+
+namespace convkit::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> list = {
+      {"devices", "list the backends (cpu, sim, cuda) and whether each is usable here", run_devices},
+  };
+  return list;
+}
+
+namespace {
+
+void usage(std::FILE* to) {
+  std::fprintf(to, "usage: convkit [--version] <command> [args]\n\ncommands:\n");
+  for (const Command& c : commands()) std::fprintf(to, "  %-10s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+}  // namespace convkit::cli
+
+int main(int argc, char** argv) {
+  using namespace convkit::cli;
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string first = argv[1];
+  if (first == "--version" || first == "version") {
+    std::printf("convkit %s\n", CONVKIT_VERSION_STRING);
+    return 0;
+  }
+  if (first == "--help" || first == "-h" || first == "help") {
+    usage(stdout);
+    return 0;
+  }
+  const Args rest(argv + 2, argv + argc);
+  for (const Command& c : commands()) {
+    if (first != c.name) continue;
+    try {
+      return c.run(rest);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "convkit %s: %s\n", c.name, e.what());
+      return 2;
+    }
+  }
+  std::fprintf(stderr, "convkit: unknown command '%s' (try 'convkit help')\n", first.c_str());
+  return 2;
+}

@@ -1,0 +1,75 @@
+#include "support/support.h"
+
+namespace convkit {
+namespace {
+
+using testing::all_close;
+using testing::random_tensor;
+
+// Float64 reference for [B?, M, K] @ [B?, K, N] with broadcast batch (rank <= 3).
+std::vector<double> ref_matmul(const Tensor& a, const Tensor& b) {
+  const auto av = a.contiguous().to_vector<double>(), bv = b.contiguous().to_vector<double>();
+  const std::int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  const std::int64_t Ba = a.dim() == 3 ? a.size(0) : 1, Bb = b.dim() == 3 ? b.size(0) : 1;
+  const std::int64_t B = std::max(Ba, Bb);
+  std::vector<double> out(static_cast<std::size_t>(B * M * N));
+  for (std::int64_t bi = 0; bi < B; ++bi)
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (std::int64_t k = 0; k < K; ++k)
+          s += av[static_cast<std::size_t>((Ba == 1 ? 0 : bi) * M * K + i * K + k)] *
+               bv[static_cast<std::size_t>((Bb == 1 ? 0 : bi) * K * N + k * N + j)];
+        out[static_cast<std::size_t>((bi * M + i) * N + j)] = s;
+      }
+  return out;
+}
+
+class Matmul : public ::testing::TestWithParam<Device> {};
+
+TEST_P(Matmul, MatchesReferenceForLayoutsAndBatches) {
+  std::mt19937_64 rng(testing::kSeed + 20);
+  for (DType dt : {DType::float32, DType::float64}) {
+    const TensorOptions o = TensorOptions().dtype(dt).device(GetParam());
+    const double tol = dt == DType::float32 ? 1e-5 : 1e-12;
+    const std::vector<std::pair<Shape, Shape>> cases = {
+        {{1, 1}, {1, 1}}, {{3, 5}, {5, 2}}, {{17, 33}, {33, 9}}, {{4, 3, 5}, {4, 5, 2}},
+        {{4, 3, 5}, {5, 2}}, {{3, 5}, {2, 5, 6}}, {{1, 7, 3}, {5, 3, 2}}};
+    for (const auto& [sa, sb] : cases) {
+      const Tensor a = random_tensor(sa, rng, o), b = random_tensor(sb, rng, o);
+      EXPECT_TRUE(all_close(matmul(a, b), ref_matmul(a, b), tol, tol)) << sa << " @ " << sb;
+    }
+    // Transposed views go straight to the backend (column-major maps).
+    const Tensor a = random_tensor({6, 4}, rng, o), b = random_tensor({5, 6}, rng, o);
+    EXPECT_TRUE(all_close(matmul(a.t(), b.t()), ref_matmul(a.t(), b.t()), tol, tol));
+    EXPECT_TRUE(all_close(matmul(testing::noncontiguous(a).t(), b.t()), ref_matmul(a.t(), b.t()), tol, tol));
+    // Vectors.
+    const Tensor v = random_tensor({4}, rng, o);
+    EXPECT_EQ(matmul(a, v).shape(), (Shape{6}));
+    EXPECT_EQ(matmul(v, a.t()).shape(), (Shape{6}));
+    EXPECT_EQ(matmul(v, v).shape(), (Shape{}));
+  }
+}
+
+TEST_P(Matmul, GradientsPassGradcheck) {
+  std::mt19937_64 rng(testing::kSeed + 21);
+  const TensorOptions o = TensorOptions().dtype(DType::float64).device(GetParam()).requires_grad();
+  const Tensor a = random_tensor({2, 3, 4}, rng, o), b = random_tensor({4, 5}, rng, o);
+  EXPECT_TRUE(testing::grad_ok([](const auto& in) { return matmul(in[0], in[1]); }, {a, b}));
+  const Tensor v = random_tensor({4}, rng, o);
+  EXPECT_TRUE(testing::grad_ok([](const auto& in) { return matmul(in[0], in[1]); }, {b.t(), v}));
+}
+
+TEST_P(Matmul, ShapeMismatchNamesBothShapes) {
+  try {
+    (void)matmul(zeros({2, 3}, GetParam()), zeros({4, 5}, GetParam()));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[2, 3] and [4, 5]"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Matmul, ::testing::ValuesIn(testing::test_devices()), testing::device_name);
+
+}  // namespace
+}  // namespace convkit

@@ -1,0 +1,12 @@
+#include <convkit/convkit.h>
+
+#include <cstdio>
+
+int main() {
+  using namespace convkit;
+  Tensor x = full({2, 3}, 2.0, TensorOptions().requires_grad());
+  Tensor y = sum(x * x * x);  // dy/dx = 3x^2 = 12
+  y.backward();
+  std::printf("consumer ok: grad = %g (convkit %s)\n", x.grad().to_vector<double>()[0], CONVKIT_VERSION_STRING);
+  return 0;
+}

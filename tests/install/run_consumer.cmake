@@ -1,0 +1,21 @@
+# cmake -P script: install, build the consumer against the installed tree, run it.
+file(REMOVE_RECURSE ${SCRATCH_DIR})
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+
+run(${CMAKE_COMMAND} --install ${CONVKIT_BUILD_DIR} --prefix ${SCRATCH_DIR}/prefix)
+foreach(variant shared static)
+  run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${SCRATCH_DIR}/build-${variant}
+      -G ${CMAKE_GENERATOR} -DCMAKE_PREFIX_PATH=${SCRATCH_DIR}/prefix -DCONSUMER_VARIANT=${variant})
+  run(${CMAKE_COMMAND} --build ${SCRATCH_DIR}/build-${variant})
+  run(${SCRATCH_DIR}/build-${variant}/consumer)
+  if(NOT last_output MATCHES "consumer ok: grad = 12")
+    message(FATAL_ERROR "unexpected consumer output (${variant}): ${last_output}")
+  endif()
+  message(STATUS "${variant}: ${last_output}")
+endforeach()
