@@ -117,7 +117,10 @@ Shape infer_shape(const Shape& requested, std::int64_t numel, const char* op, co
 bool view_strides(const Shape& shape, const std::vector<std::int64_t>& strides, const Shape& target,
                   std::vector<std::int64_t>& out) {
   out.assign(target.size(), 0);
-  if (shape.numel() == 0) { out = contiguous_strides(target); return true; }
+  if (shape.numel() <= 1) {  // zero or one element: any strides address it
+    out = contiguous_strides(target);
+    return true;
+  }
   std::int64_t view_d = static_cast<std::int64_t>(target.size()) - 1;
   std::int64_t chunk_base = strides.empty() ? 1 : strides.back();
   std::int64_t tensor_numel = 1, view_numel = 1;

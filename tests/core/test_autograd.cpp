@@ -65,14 +65,18 @@ TEST(Autograd, InPlaceWriteToASavedTensorIsCaught) {
 
 TEST(Autograd, InPlaceOpsOnIntermediatesAreDifferentiable) {
   EXPECT_TRUE(testing::grad_ok([](const auto& in) {
+    // Ops that save their result (relu_, div_) come last on their tensor:
+    // writing to it again would invalidate what they saved.
     Tensor h = in[0] * 2.0;
     h.add_(in[1], 0.5);
     h.mul_(3.0);
-    h.relu_();
+    h.sub_(in[0]);
+    h.add_(0.25);
     h.mul_(in[1]);
     h.div_(in[1] + 3.0);
-    h.sub_(in[0]);
-    return h;
+    Tensor r = in[0] * 1.0;
+    r.relu_();
+    return h + r;
   }, {from_vector(std::vector<double>{0.3, -0.8, 1.2}, {3}, grad64()),
       from_vector(std::vector<double>{0.7, 0.1, -0.4}, {3}, grad64())}));
 }
