@@ -17,3 +17,6 @@
 #include "convkit/ops/factory.h"
 #include "convkit/ops/linalg.h"
 #include "convkit/ops/reduce.h"
+#include "convkit/ops/conv.h"
+#include "convkit/ops/pool.h"
+#include "convkit/ops/nn_functional.h"
