@@ -1,0 +1,111 @@
+#pragma once
+// The one header every kernel in kernels/*.cu includes. It lets one CUDA source
+// compile with two compilers:
+//
+//   nvcc (__CUDACC__ defined): plain CUDA. <cuda_runtime.h> supplies the
+//     built-ins and launch() is a real <<<>>> launch followed by an error check.
+//   g++ (the sim backend): every built-in maps onto the CPU emulator in
+//     convkit/sim/: CUDA threads become fibers, blocks run on OpenMP threads.
+//
+// What a kernel author writes, identically for both:
+//
+//   #include "convkit/sim/cuda_compat.h"
+//   namespace convkit::CK_GPU_NS {
+//   __global__ void scale(float* x, float a, int n) {
+//     CK_DYNAMIC_SHARED(float, scratch);             // extern __shared__ float scratch[]
+//     const int i = blockIdx.x * blockDim.x + threadIdx.x;
+//     if (i < n) x[i] *= a;
+//   }
+//   void scale_on_device(float* x, float a, int n, cudaStream_t stream) {
+//     launch(scale, dim3((n + 255) / 256), dim3(256), 0, stream, x, a, n);
+//   }
+//   }
+//
+// Never write <<<>>> or `extern __shared__` in a kernel file; use launch() and
+// CK_DYNAMIC_SHARED. Use CONVKIT_SIM_KERNEL (not __CUDA_ARCH__) to tell the
+// emulator build apart; __CUDA_ARCH__ stays undefined under g++.
+#include <cstddef>
+#include <utility>
+
+#include "convkit/core/error.h"
+
+#if defined(__CUDACC__)
+// =================================== nvcc ===================================
+#include <cuda_runtime.h>
+
+// Kernels are compiled twice and both copies can end up in one library, so each
+// compiler puts them in its own namespace to keep their symbols apart.
+#define CK_GPU_NS gpu_cuda
+
+// Dynamic shared memory as a typed pointer. All kernels share one extern array
+// of bytes (one name, one type, so nvcc never sees conflicting declarations).
+#define CK_DYNAMIC_SHARED(T, name)                                         \
+  extern __shared__ __align__(16) unsigned char ck_dynamic_shared_bytes[]; \
+  T* const name = reinterpret_cast<T*>(ck_dynamic_shared_bytes)
+
+namespace convkit {
+
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
+            cudaStream_t stream, Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args),
+                "launch: the number of arguments does not match the kernel's parameters");
+  kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
+  // Catches configuration errors (too many threads, too much shared memory);
+  // errors inside the kernel surface at the next synchronizing call.
+  const cudaError_t status = cudaGetLastError();
+  CK_CHECK(status == cudaSuccess, "kernel launch failed (grid ", grid.x, "x", grid.y, "x", grid.z,
+           ", block ", block.x, "x", block.y, "x", block.z, ", ", shared_bytes,
+           " B dynamic shared memory): ", cudaGetErrorString(status));
+}
+
+}  // namespace convkit
+
+#else
+// ============================ g++: the sim backend ============================
+// Tells shared headers (convkit/core/philox.h) that CUDA qualifiers are
+// available, so their functions are callable from kernels.
+#define CONVKIT_SIM_KERNEL 1
+#define CK_GPU_NS gpu_sim
+
+#include <cmath>
+#include <cstdio>
+
+#include "convkit/sim/atomics.h"
+#include "convkit/sim/builtin_variables.h"
+#include "convkit/sim/intrinsics.h"
+#include "convkit/sim/launch.h"
+#include "convkit/sim/qualifiers.h"
+#include "convkit/sim/runtime.h"
+#include "convkit/sim/sync.h"
+#include "convkit/sim/vector_types.h"
+
+// CUDA's vector types are global names; see vector_types.h for why the real
+// definitions are namespaced.
+using convkit::sim::dim3;
+using convkit::sim::double2;
+using convkit::sim::float2;
+using convkit::sim::float3;
+using convkit::sim::float4;
+using convkit::sim::int2;
+using convkit::sim::int3;
+using convkit::sim::int4;
+using convkit::sim::uint2;
+using convkit::sim::uint3;
+using convkit::sim::uint4;
+using convkit::sim::make_double2;
+using convkit::sim::make_float2;
+using convkit::sim::make_float3;
+using convkit::sim::make_float4;
+using convkit::sim::make_int2;
+using convkit::sim::make_int3;
+using convkit::sim::make_int4;
+using convkit::sim::make_uint2;
+using convkit::sim::make_uint3;
+using convkit::sim::make_uint4;
+
+// The running block's exact-size, 0xFF-poisoned dynamic shared memory.
+#define CK_DYNAMIC_SHARED(T, name) \
+  T* const name = static_cast<T*>(::convkit::sim::dynamic_shared_memory())
+
+#endif

@@ -1,0 +1,85 @@
+// run_grid: checks a launch configuration the way a GPU would, then spreads the
+// blocks over OpenMP threads. Each OS thread runs whole blocks, one after
+// another, with its own BlockScheduler and fiber pool; blocks on different OS
+// threads really run at the same time, which is why atomics must be atomic.
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+
+#include "convkit/core/error.h"
+#include "convkit/sim/runtime.h"
+#include "convkit/sim/schedule.h"
+#include "sim/block_scheduler.h"
+
+namespace convkit::sim {
+namespace {
+
+void check_configuration(const GridLaunch& launch) {
+  const dim3 g = launch.grid;
+  const dim3 b = launch.block;
+  const auto describe = [&] {
+    return convkit::detail::concat("grid (", g.x, ",", g.y, ",", g.z, "), block (", b.x, ",", b.y, ",", b.z,
+                          "), ", launch.dynamic_shared_bytes, " B dynamic shared memory");
+  };
+  CK_CHECK(launch.body != nullptr, "sim launch without a kernel");
+  CK_CHECK(g.x > 0 && g.y > 0 && g.z > 0 && b.x > 0 && b.y > 0 && b.z > 0,
+           "sim launch with an empty grid or block: ", describe());
+  CK_CHECK(g.x <= kMaxGridDimX && g.y <= kMaxGridDimYZ && g.z <= kMaxGridDimYZ,
+           "sim launch: grid too large (at most ", kMaxGridDimX, " x ", kMaxGridDimYZ, " x ",
+           kMaxGridDimYZ, "): ", describe());
+  const std::uint64_t threads = std::uint64_t{b.x} * b.y * b.z;
+  CK_CHECK(threads <= kMaxThreadsPerBlock && b.z <= kMaxBlockDimZ,
+           "sim launch: block too large (at most ", kMaxThreadsPerBlock,
+           " threads and blockDim.z <= ", kMaxBlockDimZ, "): ", describe());
+  CK_CHECK(launch.dynamic_shared_bytes <= kMaxDynamicSharedBytes,
+           "sim launch: too much dynamic shared memory (at most ", kMaxDynamicSharedBytes,
+           " B): ", describe());
+}
+
+uint3 block_coordinates(std::uint64_t linear, const dim3& grid) {
+  return uint3{static_cast<unsigned>(linear % grid.x),
+               static_cast<unsigned>(linear / grid.x % grid.y),
+               static_cast<unsigned>(linear / (std::uint64_t{grid.x} * grid.y))};
+}
+
+}  // namespace
+
+void run_grid(const GridLaunch& launch) {
+  CK_CHECK(detail::BlockScheduler::running() == nullptr,
+           "launch() called from inside a kernel: dynamic parallelism is not supported by sim");
+  check_configuration(launch);
+  // Read once, so every block of this launch uses the same schedule even if
+  // another thread changes it meanwhile.
+  const Schedule schedule = current_schedule();
+  const std::uint64_t block_count = std::uint64_t{launch.grid.x} * launch.grid.y * launch.grid.z;
+
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  std::exception_ptr first_error;
+
+#pragma omp parallel if (block_count > 1)
+  {
+    detail::BlockScheduler& scheduler = detail::BlockScheduler::for_this_thread();
+    bool prepared = false;
+    // Dynamic: on a shared machine some OS threads run slower than others.
+#pragma omp for schedule(dynamic)
+    for (std::uint64_t block = 0; block < block_count; ++block) {
+      if (failed.load(std::memory_order_relaxed)) continue;  // a block failed: skip the rest
+      try {
+        if (!prepared) {
+          scheduler.begin_launch(launch, schedule);
+          prepared = true;
+        }
+        scheduler.run_block(block_coordinates(block, launch.grid));
+      } catch (...) {
+        const std::lock_guard lock(error_mutex);
+        if (!first_error) first_error = std::current_exception();
+        failed.store(true, std::memory_order_relaxed);
+      }
+    }
+  }
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+}  // namespace convkit::sim
