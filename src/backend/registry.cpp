@@ -2,10 +2,12 @@
 // cuda register factories (see register_backend) and report why they are not
 // usable when they cannot run.
 #include <array>
+#include <string>
 #include <mutex>
 
 #include "convkit/backend/backend.h"
 #include "cpu/cpu_backend.h"
+#include "gpu/cuda_probe.h"
 
 namespace convkit {
 
@@ -27,8 +29,12 @@ std::size_t slot(DeviceType t) { return static_cast<std::size_t>(t); }
 const char* missing_reason(DeviceType t) {
   switch (t) {
     case DeviceType::sim: return "the sim backend is not part of this build";
-    case DeviceType::cuda:
-      return "this build has no cuda backend (configure with CONVKIT_CUDA=ON where nvcc exists)";
+    case DeviceType::cuda: {
+      static const std::string reason = gpu::cuda_probe().usable
+          ? "a CUDA device is present but this build has no cuda backend yet"
+          : gpu::cuda_probe().detail;
+      return reason.c_str();
+    }
     case DeviceType::cpu: break;
   }
   return "";
