@@ -44,9 +44,11 @@ struct StridedLoop {
   }
 
   // f(ptrs, inner_strides_in_bytes, count) handles `count` consecutive
-  // elements of one row. Runs serially below `parallel_threshold` elements.
+  // elements of one row. Runs serially below `parallel_threshold` elements:
+  // a small op finishes in less time than waking the OpenMP team takes, and
+  // on a loaded machine the team waits for its slowest, descheduled thread.
   template <typename F>
-  void run(F&& f, std::int64_t parallel_threshold = 32768) const {
+  void run(F&& f, std::int64_t parallel_threshold = std::int64_t{1} << 18) const {
     constexpr std::int64_t kChunk = 16384;  // elements per task within a long row
     const std::int64_t n_inner = inner();
     const std::int64_t chunks = (n_inner + kChunk - 1) / kChunk;
