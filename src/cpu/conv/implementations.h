@@ -1,0 +1,12 @@
+#pragma once
+// The implemented CPU convolution algorithms, one per file; the registry in
+// conv_algorithm.cpp hands them out by ConvAlgo.
+#include "cpu/conv/conv_algorithm.h"
+
+namespace convkit::cpu {
+
+const ConvAlgorithm& direct_conv_algorithm();       // direct_conv.cpp
+const ConvAlgorithm& im2col_gemm_conv_algorithm();  // im2col_gemm_conv.cpp
+const ConvAlgorithm& fft_conv_algorithm();          // fft_conv.cpp
+
+}  // namespace convkit::cpu

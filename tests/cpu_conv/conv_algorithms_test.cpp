@@ -1,0 +1,194 @@
+// Every CPU convolution algorithm, every pass, float32 and float64, on every
+// test descriptor: against the float64 reference, against the direct
+// algorithm, and (float64) as exact adjoints of each other.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <numeric>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "convkit/core/error.h"
+#include "cpu/conv/conv_algorithm.h"
+#include "cpu_conv/conv_reference.h"
+#include "cpu_conv/conv_tolerance.h"
+
+namespace convkit::cpu::testing {
+namespace {
+
+// Random inputs of one case, as float64 values exactly representable in T.
+template <typename T>
+struct Inputs {
+  std::vector<double> x, w, b, dy;
+  explicit Inputs(const Conv2dDesc& d, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    x = random_values<T>(x_size(d), rng);
+    w = random_values<T>(w_size(d), rng);
+    b = random_values<T>(d.K, rng);
+    dy = random_values<T>(y_size(d), rng);
+  }
+};
+
+template <typename T>
+struct Outputs {
+  std::vector<T> y, dx, dw, db;
+};
+
+// Runs all three passes of `algo` in precision T.
+template <typename T>
+Outputs<T> run_passes(const ConvAlgorithm& algo, const Conv2dDesc& d, const Inputs<T>& in, bool with_bias = true) {
+  const DType dtype = dtype_of<T>::value;
+  std::vector<std::byte> workspace(algo.workspace_bytes(d, dtype));
+  const std::vector<T> x = cast_to<T>(in.x), w = cast_to<T>(in.w), b = cast_to<T>(in.b), dy = cast_to<T>(in.dy);
+  Outputs<T> out;
+  out.y.assign(static_cast<std::size_t>(y_size(d)), T(-7));  // garbage: every pass must overwrite
+  out.dx.assign(static_cast<std::size_t>(x_size(d)), T(-7));
+  out.dw.assign(static_cast<std::size_t>(w_size(d)), T(-7));
+  out.db.assign(static_cast<std::size_t>(d.K), T(-7));
+  algo.forward(d, dtype, x.data(), w.data(), with_bias ? b.data() : nullptr, out.y.data(), workspace.data());
+  algo.backward_data(d, dtype, dy.data(), w.data(), out.dx.data(), workspace.data());
+  algo.backward_weights(d, dtype, x.data(), dy.data(), out.dw.data(), out.db.data(), workspace.data());
+  return out;
+}
+
+std::uint64_t case_seed(std::size_t index) { return 1000 + index; }
+
+class ConvAlgorithmCase : public ::testing::TestWithParam<std::tuple<ConvAlgo, std::size_t>> {
+ protected:
+  const ConvAlgorithm& algo() const { return conv_algorithm(std::get<0>(GetParam())); }
+  const ConvCase& conv_case() const { return conv_cases()[std::get<1>(GetParam())]; }
+  std::uint64_t seed() const { return case_seed(std::get<1>(GetParam())); }
+
+  // True when the algorithm runs this case; otherwise checks it refuses clearly.
+  bool runs_case() const {
+    const Support support = algo().supports(conv_case().desc);
+    if (support.ok) return true;
+    // The only refusal among the test cases: fft with a stride.
+    EXPECT_EQ(algo().algo(), ConvAlgo::fft) << support.reason;
+    EXPECT_NE(support.reason.find("stride 1 only"), std::string::npos) << support.reason;
+    std::vector<float> buffer(1);
+    EXPECT_THROW(algo().forward(conv_case().desc, DType::float32, buffer.data(), buffer.data(), nullptr,
+                                buffer.data(), buffer.data()),
+                 Error);
+    return false;
+  }
+
+  template <typename T>
+  void check_against_reference() {
+    const Conv2dDesc& d = conv_case().desc;
+    const Inputs<T> in(d, seed());
+    const Outputs<T> out = run_passes<T>(algo(), d, in);
+    const ConvAlgo a = algo().algo();
+    const Reference y = reference_forward(d, in.x, in.w, in.b);
+    EXPECT_TRUE(all_within(out.y, y.value, tolerances<T>(a, y))) << "forward " << d;
+    const Reference dx = reference_backward_data(d, in.dy, in.w);
+    EXPECT_TRUE(all_within(out.dx, dx.value, tolerances<T>(a, dx))) << "backward_data " << d;
+    const Reference dw = reference_backward_weights(d, in.x, in.dy);
+    EXPECT_TRUE(all_within(out.dw, dw.value, tolerances<T>(a, dw))) << "backward_weights dw " << d;
+    // The bias gradient is the same sum for every algorithm: componentwise bound.
+    const Reference db = reference_bias_gradient(d, in.dy);
+    EXPECT_TRUE(all_within(out.db, db.value, tolerances<T>(ConvAlgo::direct, db))) << "backward_weights db " << d;
+  }
+
+  // Agreement with direct: both lie within their tolerance of the reference,
+  // so they may differ by the sum of the two.
+  template <typename T>
+  void check_against_direct() {
+    const Conv2dDesc& d = conv_case().desc;
+    const Inputs<T> in(d, seed());
+    const Outputs<T> mine = run_passes<T>(algo(), d, in);
+    const Outputs<T> direct = run_passes<T>(conv_algorithm(ConvAlgo::direct), d, in);
+    const ConvAlgo a = algo().algo();
+    auto compare = [&](const std::vector<T>& got, const std::vector<T>& other, const Reference& ref, const char* what) {
+      std::vector<double> tol = tolerances<T>(a, ref);
+      const std::vector<double> direct_tol = tolerances<T>(ConvAlgo::direct, ref);
+      for (std::size_t i = 0; i < tol.size(); ++i) tol[i] += direct_tol[i];
+      EXPECT_TRUE(all_within(got, std::vector<double>(other.begin(), other.end()), tol)) << what << " " << d;
+    };
+    compare(mine.y, direct.y, reference_forward(d, in.x, in.w, in.b), "forward");
+    compare(mine.dx, direct.dx, reference_backward_data(d, in.dy, in.w), "backward_data");
+    compare(mine.dw, direct.dw, reference_backward_weights(d, in.x, in.dy), "backward_weights");
+  }
+};
+
+TEST_P(ConvAlgorithmCase, MatchesFloat64ReferenceInFloat32) {
+  if (runs_case()) check_against_reference<float>();
+}
+
+TEST_P(ConvAlgorithmCase, MatchesFloat64ReferenceInFloat64) {
+  if (runs_case()) check_against_reference<double>();
+}
+
+TEST_P(ConvAlgorithmCase, AgreesWithDirectInFloat32) {
+  if (runs_case()) check_against_direct<float>();
+}
+
+TEST_P(ConvAlgorithmCase, AgreesWithDirectInFloat64) {
+  if (runs_case()) check_against_direct<double>();
+}
+
+// The backward passes are the adjoints of the forward map, which is bilinear in
+// (x, w):  <conv(x, w), dy> = <x, backward_data(dy, w)> = <w, backward_weights(x, dy)>,
+// and for the bias <conv(0, w) + b, dy> = <b, db>. This is a gradient check
+// without finite differences. The three inner products differ only by float64
+// rounding, at most n*u*S with S = sum over all connections of |x*w*dy| and n
+// below 2e4 here (~2e-12*S); we allow 1e-10*S. A wrong or missing term shifts
+// an inner product by about sqrt(terms affected)/n * S, far more.
+TEST_P(ConvAlgorithmCase, BackwardPassesAreAdjointsOfForward) {
+  if (!runs_case()) return;
+  const Conv2dDesc& d = conv_case().desc;
+  const Inputs<double> in(d, seed());
+  const Outputs<double> out = run_passes<double>(algo(), d, in, /*with_bias=*/false);
+  auto dot = [](const std::vector<double>& a, const std::vector<double>& b) {
+    return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
+  };
+  std::vector<double> abs_x(in.x), abs_w(in.w), abs_dy(in.dy);
+  for (auto* v : {&abs_x, &abs_w, &abs_dy})
+    for (double& e : *v) e = std::abs(e);
+  const double scale = dot(reference_forward(d, abs_x, abs_w, {}).value, abs_dy);
+  const double through_y = dot(out.y, in.dy);
+  const double through_x = dot(in.x, out.dx);
+  const double through_w = dot(in.w, out.dw);
+  EXPECT_NEAR(through_x, through_y, 1e-10 * scale) << d;
+  EXPECT_NEAR(through_w, through_y, 1e-10 * scale) << d;
+  // Bias: forward of a zero image is b broadcast over N, P, Q.
+  const Conv2dDesc& desc = d;
+  std::vector<double> zeros(in.x.size(), 0.0), y_bias(out.y.size());
+  std::vector<std::byte> workspace(algo().workspace_bytes(desc, DType::float64));
+  algo().forward(desc, DType::float64, zeros.data(), in.w.data(), in.b.data(), y_bias.data(), workspace.data());
+  double bias_scale = 0;
+  for (std::size_t i = 0; i < y_bias.size(); ++i) bias_scale += std::abs(y_bias[i] * in.dy[i]);
+  EXPECT_NEAR(dot(in.b, out.db), dot(y_bias, in.dy), 1e-10 * std::max(bias_scale, 1e-300)) << d;
+}
+
+std::string case_name(const ::testing::TestParamInfo<std::tuple<ConvAlgo, std::size_t>>& info) {
+  const std::size_t index = std::get<1>(info.param);
+  return std::string(conv_algo_name(std::get<0>(info.param))) + "_" + std::to_string(index) + "_" +
+         conv_cases()[index].name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCases, ConvAlgorithmCase,
+                         ::testing::Combine(::testing::Values(ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft),
+                                            ::testing::Range<std::size_t>(0, conv_cases().size())),
+                         case_name);
+
+TEST(ConvCases, CoverTheRequiredFeatures) {
+  const auto& cases = conv_cases();
+  EXPECT_GE(cases.size(), 30u);
+  auto any = [&](auto predicate) { return std::any_of(cases.begin(), cases.end(), [&](const ConvCase& c) { return predicate(c.desc); }); };
+  EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.N == 1; }));
+  EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.H % 2 == 1 && d.W % 2 == 1; }));
+  EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.H != d.W; }));
+  EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.stride_h == 2 && d.stride_w == 2; }));
+  EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.pad_top != d.pad_bottom || d.pad_left != d.pad_right; }));
+  EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.dilation_h > 1 || d.dilation_w > 1; }));
+  EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.groups > 1; }));
+  EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.C == 1; }));
+  EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.K == 1; }));
+  for (std::int64_t k : {5, 7, 11}) EXPECT_TRUE(any([k](const Conv2dDesc& d) { return d.R == k && d.S == k; })) << k;
+}
+
+}  // namespace
+}  // namespace convkit::cpu::testing
