@@ -1,0 +1,118 @@
+#pragma once
+// Host-side entry points of the sim test kernels (tests/sim/kernels/*.cu).
+// The kernels themselves are ordinary CUDA source compiled by g++ against
+// convkit/sim/cuda_compat.h, exactly as production kernels are; each function
+// here launches one of them with convkit::launch. Plain C++ types only, so the
+// test files need not include the CUDA compatibility header.
+#include <cstddef>
+#include <cstdint>
+
+namespace sim_test_kernels {
+
+struct Dim { unsigned x = 1, y = 1, z = 1; };
+
+// ---- sgemm.cu: C[m][n] = A[m][k] * B[k][n], row-major, 16x16 shared tiles.
+// The two barriers of the tiled loop can be left out at compile time.
+enum class SgemmBarriers {
+  both,            // the correct kernel
+  no_sync_after_load,  // threads read the tile before others finished writing it
+  no_sync_after_use,   // threads overwrite the tile while others still read it
+};
+void sgemm_tiled(SgemmBarriers barriers, const float* a, const float* b, float* c, int m, int n,
+                 int k);
+
+// ---- warp.cu: one warp built-in per thread, every operand chosen per thread
+// so that tests can build divergent groups. Indexed by linear thread id of a
+// single block of `block` threads.
+enum class ShuffleKind { idx, up, down, xor_ };
+struct ShuffleLane {
+  unsigned mask;    // the mask this lane passes
+  ShuffleKind kind;
+  int arg;          // srcLane, delta or laneMask
+  int width;
+  int value;        // the lane's `var`
+};
+void shuffle(Dim block, const ShuffleLane* lanes, int* results);
+// The same with a double operand (8-byte shuffles), value = lanes[i].value + 0.5.
+void shuffle_double(Dim block, const ShuffleLane* lanes, double* results);
+
+enum class VoteKind { ballot, any, all, match_any, reduce_add, reduce_min, reduce_max, syncwarp };
+struct VoteLane {
+  unsigned mask;
+  VoteKind kind;
+  int value;  // predicate or operand
+};
+// results[i]: the built-in's result (ballots and matches as unsigned bits).
+void vote(Dim block, const VoteLane* lanes, long long* results);
+
+// __activemask() for each thread of a one-warp block.
+void active_masks(unsigned* results);
+
+// Misuse that the sim reports: a shuffle width that is not a power of two, a
+// lane calling with a mask that leaves it out.
+void shuffle_with_width(int width);
+void shuffle_with_foreign_mask();
+
+// ---- barriers.cu
+// Each thread with exits[i] != 0 returns at once; the rest call
+// __syncthreads_count/_and/_or with preds[i] and store the results.
+void barrier_predicates(Dim grid, Dim block, const int* exits, const int* preds, int* counts,
+                        int* ands, int* ors);
+// The two source lines of a kernel's conflicting calls, recorded by the kernel.
+struct SourceLines {
+  int first = 0;
+  int second = 0;
+};
+// Threads 0-15 and 16-31 call __syncthreads on different lines (first, second).
+void divergent_barrier(SourceLines* lines);
+// Lanes 0-15 wait at __syncthreads (first), lanes 16-31 in a shuffle that needs
+// them (second).
+void shuffle_waits_for_barrier(SourceLines* lines);
+// Thread (3,0,0) of block (1,0,0) calls __trap().
+void trap_in_one_thread();
+// A kernel that calls launch() itself.
+void launch_from_kernel();
+// __syncthreads() called by host code, outside any kernel.
+void syncthreads_outside_kernel();
+
+// ---- atomics.cu: `blocks` x `threads` threads, each adding 1 (or 1.0)
+// through atomicAdd on int, unsigned long long, float and double, incrementing
+// through an atomicCAS loop, and taking atomicMax/atomicMin of its global index.
+struct AtomicTotals {
+  int int_sum = 0;
+  unsigned long long ull_sum = 0;
+  float float_sum = 0.0f;
+  double double_sum = 0.0;
+  unsigned cas_sum = 0;
+  int max_index = -1;
+  int min_index = 1 << 30;
+  unsigned inc_wrapped = 0;  // atomicInc with limit 9: counts 0..9 and wraps
+  unsigned histogram[16] = {};
+};
+void atomic_totals(unsigned blocks, unsigned threads, AtomicTotals* totals);
+// Two one-thread blocks: block 0 waits (bounded) for a flag that block 1 sets,
+// so it only succeeds when the two run at the same time. Returns true then.
+bool blocks_run_concurrently();
+
+// ---- shared_memory.cu: for each block, whether thread 0 found every byte of
+// the dynamic shared memory poisoned (0xFF) on entry, the size it reported,
+// whether the pointer was 16-byte aligned, and whether a block-wide sum
+// through the shared buffer came out right.
+struct SharedProbe {
+  int poisoned = 0;
+  std::size_t bytes = 0;
+  int aligned = 0;
+  int sum_ok = 0;
+};
+void probe_dynamic_shared(unsigned blocks, unsigned threads, std::size_t bytes, SharedProbe* probes);
+
+// ---- grid.cu: every thread adds 1 to hits[global linear index] and sets
+// *bad if it sees an index out of range or blockDim/gridDim differ from the
+// launch. Global linear index = block linear index * threads per block +
+// thread linear index.
+void record_indices(Dim grid, Dim block, unsigned* hits, int* bad);
+// One block: each thread appends threadIdx.x to `order` as it starts, and
+// again after a __syncthreads, so tests can see the schedule.
+void record_order(unsigned threads, unsigned* order_before, unsigned* order_after);
+
+}  // namespace sim_test_kernels
