@@ -27,6 +27,32 @@ class CpuBackend final : public Backend {
                double hi) override;
   void normal(const Tensor& out, std::uint64_t seed, std::uint64_t offset, double mean,
               double std) override;
+
+  // layer kernels: cpu_pool.cpp, cpu_batchnorm.cpp, cpu_dropout.cpp, cpu_softmax.cpp,
+  // cpu_cross_entropy.cpp
+  void max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& argmax,
+                          PoolWindow window) override;
+  void max_pool2d_backward(const Tensor& grad_out, const Tensor& argmax,
+                           const Tensor& grad_in) override;
+  void avg_pool2d_forward(const Tensor& x, const Tensor& out, PoolWindow window) override;
+  void avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_in, PoolWindow window) override;
+  void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) override;
+  void batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift,
+                         const Tensor& out) override;
+  void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& x, const Tensor& mean,
+                                  const Tensor& sum_dy, const Tensor& sum_dy_xmu) override;
+  void batch_norm_backward_input(const Tensor& grad_out, const Tensor& x, const Tensor& mean,
+                                 const Tensor& invstd, const Tensor& weight, const Tensor& sum_dy,
+                                 const Tensor& sum_dy_xmu, const Tensor& grad_in) override;
+  void dropout_mask(const Tensor& out, std::uint64_t seed, std::uint64_t offset, double p) override;
+  void softmax_forward(const Tensor& x, std::int64_t dim, bool log, const Tensor& out) override;
+  void softmax_backward(const Tensor& grad_out, const Tensor& out, std::int64_t dim, bool log,
+                        const Tensor& grad_in) override;
+  void cross_entropy_forward(const Tensor& logits, const Tensor& targets, double label_smoothing,
+                             const Tensor& loss, const Tensor& lse) override;
+  void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                              const Tensor& grad_loss, double label_smoothing,
+                              const Tensor& grad_logits) override;
 };
 
 CpuBackend& cpu_backend();

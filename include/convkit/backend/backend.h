@@ -36,6 +36,15 @@ enum class BinaryOp {
 
 enum class ReduceOp { sum, max, min };
 
+// Window of a 2-D pooling kernel, passed by value so that a GPU kernel can
+// take it as a launch argument. Output sizes come from the out tensor's shape.
+struct PoolWindow {
+  std::int64_t kernel_h = 1, kernel_w = 1;
+  std::int64_t stride_h = 1, stride_w = 1;
+  std::int64_t pad_h = 0, pad_w = 0;  // symmetric
+  bool count_include_pad = true;      // average pooling only
+};
+
 // What `convkit devices` prints for one backend.
 struct BackendInfo {
   std::string name;        // "cpu", "sim", "cuda:0"
@@ -80,6 +89,70 @@ class Backend {
                        double hi) = 0;
   virtual void normal(const Tensor& out, std::uint64_t seed, std::uint64_t offset, double mean,
                       double std) = 0;
+
+  // ---- layer kernels: pooling, batch norm, dropout, softmax, cross-entropy
+  // (see docs/layers.md for the maths). Every tensor handed to these is
+  // contiguous, images are NCHW, values share x's dtype unless noted, and every
+  // output is overwritten entirely.
+
+  // Max pooling; padding never wins. argmax (int64, out's shape) receives the
+  // index h * W + w, within its input plane, of the first maximum (NaN wins, as in torch).
+  virtual void max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& argmax,
+                                  PoolWindow window) = 0;
+  // grad_in = 0, then grad_in[n, c, argmax[n, c, i]] += grad_out[n, c, i].
+  virtual void max_pool2d_backward(const Tensor& grad_out, const Tensor& argmax,
+                                   const Tensor& grad_in) = 0;
+  // Average pooling. The divisor is the window clipped to the padded input
+  // (count_include_pad) or to the input itself; a window with nothing inside gives 0.
+  virtual void avg_pool2d_forward(const Tensor& x, const Tensor& out, PoolWindow window) = 0;
+  // grad_in[p] = sum over the windows w that contain p of grad_out[w] / divisor(w).
+  virtual void avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_in,
+                                   PoolWindow window) = 0;
+
+  // Batch norm over x viewed as [N, C, S] (S = H * W, or 1 for [N, C]); the
+  // per-channel tensors are [C], and M = N * S.
+  // mean[c] and the biased variance var[c] of channel c.
+  virtual void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) = 0;
+  // out = x * scale[c] + shift[c]: normalisation and affine folded into one map
+  // (also the eval-mode input gradient, with shift = 0).
+  virtual void batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift,
+                                 const Tensor& out) = 0;
+  // sum_dy[c] = sum(grad_out), sum_dy_xmu[c] = sum(grad_out * (x - mean[c])).
+  virtual void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& x,
+                                          const Tensor& mean, const Tensor& sum_dy,
+                                          const Tensor& sum_dy_xmu) = 0;
+  // Training-mode input gradient:
+  // grad_in = weight[c] * invstd[c] * (dy - sum_dy[c] / M - (x - mean[c]) * invstd[c]^2 * sum_dy_xmu[c] / M).
+  virtual void batch_norm_backward_input(const Tensor& grad_out, const Tensor& x,
+                                         const Tensor& mean, const Tensor& invstd,
+                                         const Tensor& weight, const Tensor& sum_dy,
+                                         const Tensor& sum_dy_xmu, const Tensor& grad_in) = 0;
+
+  // Inverted-dropout multiplier: out[i] = 1 / (1 - p) when
+  // philox::uniform(seed, offset, i) >= p (compared in double; equivalently
+  // (word >> 8) >= ceil(p * 2^24)), else 0. out is float32 or float64.
+  virtual void dropout_mask(const Tensor& out, std::uint64_t seed, std::uint64_t offset,
+                            double p) = 0;
+
+  // Softmax, or log-softmax when `log`, of x along `dim`, x viewed as
+  // [outer, x.size(dim), inner].
+  virtual void softmax_forward(const Tensor& x, std::int64_t dim, bool log, const Tensor& out) = 0;
+  // From the forward output y: softmax grad_in = y * (g - sum(g * y));
+  // log-softmax grad_in = g - exp(y) * sum(g); sums along dim.
+  virtual void softmax_backward(const Tensor& grad_out, const Tensor& out, std::int64_t dim,
+                                bool log, const Tensor& grad_in) = 0;
+
+  // Fused log-softmax + NLL with label smoothing s over logits [N, C] and int64
+  // targets [N] (already checked to lie in [0, C)). With the target
+  // distribution q = (1 - s) * onehot(target) + s / C:
+  // lse[n] = logsumexp(x[n]) and loss[n] = lse[n] - sum_c q[n, c] * x[n, c].
+  virtual void cross_entropy_forward(const Tensor& logits, const Tensor& targets,
+                                     double label_smoothing, const Tensor& loss,
+                                     const Tensor& lse) = 0;
+  // grad_logits[n, c] = grad_loss[n] * (exp(x[n, c] - lse[n]) - q[n, c]).
+  virtual void cross_entropy_backward(const Tensor& logits, const Tensor& targets,
+                                      const Tensor& lse, const Tensor& grad_loss,
+                                      double label_smoothing, const Tensor& grad_logits) = 0;
 };
 
 // The backend that owns `device`'s memory. Throws Error naming the device and

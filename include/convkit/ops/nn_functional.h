@@ -37,7 +37,7 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim);
 enum class Reduction { mean, sum, none };
 
 // logits: [N, classes], targets: int64 [N] with values in [0, classes).
-// label_smoothing in [0, 1) mixes the one-hot target with the uniform distribution.
+// label_smoothing in [0, 1] mixes the one-hot target with the uniform distribution.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, double label_smoothing = 0.0,
                      Reduction reduction = Reduction::mean);
 // log_probs: [N, classes], targets: int64 [N].

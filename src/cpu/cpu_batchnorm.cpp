@@ -1,0 +1,133 @@
+// Batch-norm kernels over contiguous x viewed as [N, C, S]. Per-channel sums
+// run one channel per task and accumulate in double (two passes for the
+// variance), so float32 statistics over large batches stay accurate; the
+// elementwise passes run one (n, c) plane per task.
+#include <cstdint>
+
+#include "cpu/cpu_backend.h"
+#include "cpu/strided_loop.h"
+
+namespace convkit::cpu {
+
+namespace {
+
+constexpr std::int64_t kParallelWork = 32768;
+
+struct ChannelView {
+  std::int64_t N, C, S;
+  explicit ChannelView(const Tensor& x)
+      : N(x.size(0)), C(x.size(1)), S(x.size(0) * x.size(1) == 0 ? 0 : x.numel() / (x.size(0) * x.size(1))) {}
+  std::int64_t count() const { return N * S; }  // elements per channel (M)
+};
+
+// f(plane pointer offset) for every (n) plane of channel c.
+template <typename F>
+void for_each_plane_of_channel(const ChannelView& v, std::int64_t c, F&& f) {
+  for (std::int64_t n = 0; n < v.N; ++n) f((n * v.C + c) * v.S);
+}
+
+}  // namespace
+
+void CpuBackend::batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
+  const ChannelView v(x);
+  dispatch_floating(x.dtype(), "batch_norm_stats", [&]<typename T>() {
+    const T* xp = x.data<T>();
+    T* mp = mean.data<T>();
+    T* vp = var.data<T>();
+    const double inv_m = 1.0 / static_cast<double>(v.count());
+#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork && v.C > 1)
+    for (std::int64_t c = 0; c < v.C; ++c) {
+      double sum = 0;
+      for_each_plane_of_channel(v, c, [&](std::int64_t off) {
+        for (std::int64_t s = 0; s < v.S; ++s) sum += static_cast<double>(xp[off + s]);
+      });
+      const double mu = sum * inv_m;
+      double sq = 0;
+      for_each_plane_of_channel(v, c, [&](std::int64_t off) {
+        for (std::int64_t s = 0; s < v.S; ++s) {
+          const double d = static_cast<double>(xp[off + s]) - mu;
+          sq += d * d;
+        }
+      });
+      mp[c] = static_cast<T>(mu);
+      vp[c] = static_cast<T>(sq * inv_m);
+    }
+  });
+}
+
+void CpuBackend::batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift,
+                                   const Tensor& out) {
+  const ChannelView v(x);
+  dispatch_floating(x.dtype(), "batch_norm_affine", [&]<typename T>() {
+    const T* xp = x.data<T>();
+    const T* a = scale.data<T>();
+    const T* b = shift.data<T>();
+    T* yp = out.data<T>();
+#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
+    for (std::int64_t p = 0; p < v.N * v.C; ++p) {
+      const T k = a[p % v.C], d = b[p % v.C];
+      const T* xi = xp + p * v.S;
+      T* yi = yp + p * v.S;
+      for (std::int64_t s = 0; s < v.S; ++s) yi[s] = xi[s] * k + d;
+    }
+  });
+}
+
+void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& x,
+                                            const Tensor& mean, const Tensor& sum_dy,
+                                            const Tensor& sum_dy_xmu) {
+  const ChannelView v(x);
+  dispatch_floating(x.dtype(), "batch_norm_backward_reduce", [&]<typename T>() {
+    const T* xp = x.data<T>();
+    const T* gp = grad_out.data<T>();
+    const T* mp = mean.data<T>();
+    T* s1 = sum_dy.data<T>();
+    T* s2 = sum_dy_xmu.data<T>();
+#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork && v.C > 1)
+    for (std::int64_t c = 0; c < v.C; ++c) {
+      const double mu = static_cast<double>(mp[c]);
+      double a = 0, b = 0;
+      for_each_plane_of_channel(v, c, [&](std::int64_t off) {
+        for (std::int64_t s = 0; s < v.S; ++s) {
+          const double g = static_cast<double>(gp[off + s]);
+          a += g;
+          b += g * (static_cast<double>(xp[off + s]) - mu);
+        }
+      });
+      s1[c] = static_cast<T>(a);
+      s2[c] = static_cast<T>(b);
+    }
+  });
+}
+
+void CpuBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor& x,
+                                           const Tensor& mean, const Tensor& invstd,
+                                           const Tensor& weight, const Tensor& sum_dy,
+                                           const Tensor& sum_dy_xmu, const Tensor& grad_in) {
+  const ChannelView v(x);
+  dispatch_floating(x.dtype(), "batch_norm_backward_input", [&]<typename T>() {
+    const T* xp = x.data<T>();
+    const T* gp = grad_out.data<T>();
+    const T* mp = mean.data<T>();
+    const T* ip = invstd.data<T>();
+    const T* wp = weight.data<T>();
+    const T* s1 = sum_dy.data<T>();
+    const T* s2 = sum_dy_xmu.data<T>();
+    T* gip = grad_in.data<T>();
+    const T inv_m = T(1) / static_cast<T>(v.count());
+#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
+    for (std::int64_t p = 0; p < v.N * v.C; ++p) {
+      const std::int64_t c = p % v.C;
+      const T mu = mp[c], istd = ip[c];
+      const T mean_dy = s1[c] * inv_m;
+      const T proj = s2[c] * inv_m * istd * istd;  // coefficient of (x - mean)
+      const T scale = wp[c] * istd;
+      const T* xi = xp + p * v.S;
+      const T* gi = gp + p * v.S;
+      T* out = gip + p * v.S;
+      for (std::int64_t s = 0; s < v.S; ++s) out[s] = scale * (gi[s] - mean_dy - (xi[s] - mu) * proj);
+    }
+  });
+}
+
+}  // namespace convkit::cpu

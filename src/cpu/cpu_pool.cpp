@@ -1,0 +1,160 @@
+// Pooling kernels on contiguous NCHW planes. Forward passes are split over
+// (plane, output row); backward passes scatter into one input plane per task,
+// so overlapping windows never race.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "cpu/cpu_backend.h"
+#include "cpu/strided_loop.h"
+
+namespace convkit::cpu {
+
+namespace {
+
+constexpr std::int64_t kParallelWork = 32768;
+
+struct Planes {
+  std::int64_t count, H, W, OH, OW;
+  Planes(const Tensor& in, const Tensor& out)
+      : count(in.size(0) * in.size(1)), H(in.size(2)), W(in.size(3)), OH(out.size(2)),
+        OW(out.size(3)) {}
+};
+
+// The input rows (or columns) [begin, end) that output index o covers; the op
+// guarantees that every window holds at least one input element.
+struct Span {
+  std::int64_t begin, end;
+};
+inline Span clip(std::int64_t o, std::int64_t stride, std::int64_t pad, std::int64_t kernel,
+                 std::int64_t size) {
+  const std::int64_t start = o * stride - pad;
+  return {std::max<std::int64_t>(start, 0), std::min(start + kernel, size)};
+}
+
+// PyTorch's divisor: the window clipped to the padded input, or to the input.
+inline std::int64_t avg_divisor(std::int64_t oh, std::int64_t ow, const PoolWindow& w,
+                                std::int64_t H, std::int64_t W) {
+  if (w.count_include_pad) {
+    const std::int64_t h0 = oh * w.stride_h - w.pad_h, w0 = ow * w.stride_w - w.pad_w;
+    const std::int64_t h1 = std::min(h0 + w.kernel_h, H + w.pad_h);
+    const std::int64_t w1 = std::min(w0 + w.kernel_w, W + w.pad_w);
+    return (h1 - h0) * (w1 - w0);
+  }
+  const Span hs = clip(oh, w.stride_h, w.pad_h, w.kernel_h, H);
+  const Span ws = clip(ow, w.stride_w, w.pad_w, w.kernel_w, W);
+  return (hs.end - hs.begin) * (ws.end - ws.begin);
+}
+
+}  // namespace
+
+void CpuBackend::max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& argmax,
+                                    PoolWindow w) {
+  const Planes g(x, out);
+  dispatch_floating(x.dtype(), "max_pool2d", [&]<typename T>() {
+    const T* xp = x.data<T>();
+    T* yp = out.data<T>();
+    std::int64_t* ap = argmax.data<std::int64_t>();
+    const std::int64_t work = g.count * g.OH * g.OW * w.kernel_h * w.kernel_w;
+#pragma omp parallel for collapse(2) schedule(static) if (work > kParallelWork)
+    for (std::int64_t p = 0; p < g.count; ++p) {
+      for (std::int64_t oh = 0; oh < g.OH; ++oh) {
+        const T* plane = xp + p * g.H * g.W;
+        const Span hs = clip(oh, w.stride_h, w.pad_h, w.kernel_h, g.H);
+        const std::int64_t o_row = (p * g.OH + oh) * g.OW;
+        for (std::int64_t ow = 0; ow < g.OW; ++ow) {
+          const Span ws = clip(ow, w.stride_w, w.pad_w, w.kernel_w, g.W);
+          T best = -std::numeric_limits<T>::infinity();
+          std::int64_t best_i = hs.begin * g.W + ws.begin;
+          bool nan = false;
+          for (std::int64_t h = hs.begin; h < hs.end && !nan; ++h) {
+            for (std::int64_t c = ws.begin; c < ws.end; ++c) {
+              const T v = plane[h * g.W + c];
+              if (v > best || std::isnan(v)) {
+                best = v;
+                best_i = h * g.W + c;
+                if (std::isnan(v)) { nan = true; break; }
+              }
+            }
+          }
+          yp[o_row + ow] = best;
+          ap[o_row + ow] = best_i;
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::max_pool2d_backward(const Tensor& grad_out, const Tensor& argmax,
+                                     const Tensor& grad_in) {
+  const Planes g(grad_in, grad_out);
+  dispatch_floating(grad_out.dtype(), "max_pool2d_backward", [&]<typename T>() {
+    const T* gop = grad_out.data<T>();
+    const std::int64_t* ap = argmax.data<std::int64_t>();
+    T* gip = grad_in.data<T>();
+    const std::int64_t plane_in = g.H * g.W, plane_out = g.OH * g.OW;
+#pragma omp parallel for schedule(static) if (g.count * (plane_in + plane_out) > kParallelWork)
+    for (std::int64_t p = 0; p < g.count; ++p) {
+      T* gi = gip + p * plane_in;
+      std::fill(gi, gi + plane_in, T(0));
+      const T* go = gop + p * plane_out;
+      const std::int64_t* a = ap + p * plane_out;
+      for (std::int64_t i = 0; i < plane_out; ++i) gi[a[i]] += go[i];
+    }
+  });
+}
+
+void CpuBackend::avg_pool2d_forward(const Tensor& x, const Tensor& out, PoolWindow w) {
+  const Planes g(x, out);
+  dispatch_floating(x.dtype(), "avg_pool2d", [&]<typename T>() {
+    const T* xp = x.data<T>();
+    T* yp = out.data<T>();
+    const std::int64_t work = g.count * g.OH * g.OW * w.kernel_h * w.kernel_w;
+#pragma omp parallel for collapse(2) schedule(static) if (work > kParallelWork)
+    for (std::int64_t p = 0; p < g.count; ++p) {
+      for (std::int64_t oh = 0; oh < g.OH; ++oh) {
+        const T* plane = xp + p * g.H * g.W;
+        const Span hs = clip(oh, w.stride_h, w.pad_h, w.kernel_h, g.H);
+        const std::int64_t o_row = (p * g.OH + oh) * g.OW;
+        for (std::int64_t ow = 0; ow < g.OW; ++ow) {
+          const Span ws = clip(ow, w.stride_w, w.pad_w, w.kernel_w, g.W);
+          T acc = 0;
+          for (std::int64_t h = hs.begin; h < hs.end; ++h)
+            for (std::int64_t c = ws.begin; c < ws.end; ++c) acc += plane[h * g.W + c];
+          const std::int64_t divisor = avg_divisor(oh, ow, w, g.H, g.W);
+          yp[o_row + ow] = divisor > 0 ? acc / static_cast<T>(divisor) : T(0);
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_in, PoolWindow w) {
+  const Planes g(grad_in, grad_out);
+  dispatch_floating(grad_out.dtype(), "avg_pool2d_backward", [&]<typename T>() {
+    const T* gop = grad_out.data<T>();
+    T* gip = grad_in.data<T>();
+    const std::int64_t plane_in = g.H * g.W, plane_out = g.OH * g.OW;
+    const std::int64_t work = g.count * (plane_in + plane_out * w.kernel_h * w.kernel_w);
+#pragma omp parallel for schedule(static) if (work > kParallelWork)
+    for (std::int64_t p = 0; p < g.count; ++p) {
+      T* gi = gip + p * plane_in;
+      std::fill(gi, gi + plane_in, T(0));
+      const T* go = gop + p * plane_out;
+      for (std::int64_t oh = 0; oh < g.OH; ++oh) {
+        const Span hs = clip(oh, w.stride_h, w.pad_h, w.kernel_h, g.H);
+        for (std::int64_t ow = 0; ow < g.OW; ++ow) {
+          const Span ws = clip(ow, w.stride_w, w.pad_w, w.kernel_w, g.W);
+          const std::int64_t divisor = avg_divisor(oh, ow, w, g.H, g.W);
+          if (divisor == 0) continue;
+          const T share = go[oh * g.OW + ow] / static_cast<T>(divisor);
+          for (std::int64_t h = hs.begin; h < hs.end; ++h)
+            for (std::int64_t c = ws.begin; c < ws.end; ++c) gi[h * g.W + c] += share;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace convkit::cpu

@@ -1,0 +1,165 @@
+// Batch norm: training-mode output and running-stat updates against a float64
+// reference over several steps, eval mode from the running stats, and
+// gradcheck of the closed-form backward in both modes.
+#include <cmath>
+
+#include "layers/layer_testing.h"
+
+namespace convkit {
+namespace {
+
+using testing::all_close;
+using testing::grad_ok;
+using testing::opts;
+using testing::random_tensor;
+
+// Channel c of x viewed as [N, C, S].
+struct Channels {
+  std::int64_t N, C, S;
+  explicit Channels(const Shape& s) : N(s[0]), C(s[1]), S(s.numel() / (s[0] * s[1])) {}
+  std::size_t at(std::int64_t n, std::int64_t c, std::int64_t i) const {
+    return static_cast<std::size_t>((n * C + c) * S + i);
+  }
+};
+
+struct Stats {
+  std::vector<double> mean, biased_var;
+};
+
+Stats ref_stats(const std::vector<double>& x, const Channels& v) {
+  Stats st;
+  const auto M = static_cast<double>(v.N * v.S);
+  for (std::int64_t c = 0; c < v.C; ++c) {
+    double s = 0, sq = 0;
+    for (std::int64_t n = 0; n < v.N; ++n)
+      for (std::int64_t i = 0; i < v.S; ++i) s += x[v.at(n, c, i)];
+    const double mu = s / M;
+    for (std::int64_t n = 0; n < v.N; ++n)
+      for (std::int64_t i = 0; i < v.S; ++i) sq += (x[v.at(n, c, i)] - mu) * (x[v.at(n, c, i)] - mu);
+    st.mean.push_back(mu);
+    st.biased_var.push_back(sq / M);
+  }
+  return st;
+}
+
+std::vector<double> ref_normalize(const std::vector<double>& x, const Channels& v, const std::vector<double>& mean,
+                                  const std::vector<double>& var, const std::vector<double>& w,
+                                  const std::vector<double>& b, double eps) {
+  std::vector<double> y(x.size());
+  for (std::int64_t n = 0; n < v.N; ++n)
+    for (std::int64_t c = 0; c < v.C; ++c)
+      for (std::int64_t i = 0; i < v.S; ++i) {
+        const auto k = static_cast<std::size_t>(c);
+        y[v.at(n, c, i)] = (x[v.at(n, c, i)] - mean[k]) / std::sqrt(var[k] + eps) * (w.empty() ? 1.0 : w[k]) +
+                           (b.empty() ? 0.0 : b[k]);
+      }
+  return y;
+}
+
+class BatchNorm : public ::testing::TestWithParam<Device> {};
+
+TEST_P(BatchNorm, TrainingOutputAndRunningStatsMatchReference) {
+  std::mt19937_64 rng(testing::kSeed + 200);
+  const double momentum = 0.1, eps = 1e-5;
+  for (DType dt : {DType::float32, DType::float64}) {
+    const double tol = dt == DType::float32 ? 1e-4 : 1e-10;
+    for (const Shape& s : {Shape{4, 3}, Shape{2, 5}, Shape{2, 3, 5, 7}, Shape{1, 2, 3, 3}, Shape{3, 1, 4, 1}}) {
+      for (bool affine : {true, false}) {
+        const Channels v(s);
+        const TensorOptions o = opts(dt, GetParam());
+        Tensor running_mean = zeros({v.C}, o), running_var = ones({v.C}, o);
+        const Tensor w = affine ? random_tensor({v.C}, rng, o, 0.5, 1.5) : Tensor();
+        const Tensor b = affine ? random_tensor({v.C}, rng, o) : Tensor();
+        std::vector<double> rm(static_cast<std::size_t>(v.C), 0.0), rv(static_cast<std::size_t>(v.C), 1.0);
+        const std::vector<double> wv = affine ? w.to_vector<double>() : std::vector<double>{};
+        const std::vector<double> bv = affine ? b.to_vector<double>() : std::vector<double>{};
+        const auto M = static_cast<double>(v.N * v.S);
+        for (int step = 0; step < 4; ++step) {
+          Tensor x = random_tensor(s, rng, o, -1 + step, 2 + 2 * step);  // shifting statistics
+          const auto xv = x.to_vector<double>();
+          if (step % 2 == 1) x = testing::noncontiguous(x);
+          const Stats st = ref_stats(xv, v);
+          const Tensor y = batch_norm(x, running_mean, running_var, w, b, true, momentum, eps);
+          EXPECT_TRUE(all_close(y, ref_normalize(xv, v, st.mean, st.biased_var, wv, bv, eps), tol, tol)) << s;
+          for (std::size_t c = 0; c < rm.size(); ++c) {
+            rm[c] = (1 - momentum) * rm[c] + momentum * st.mean[c];
+            rv[c] = (1 - momentum) * rv[c] + momentum * st.biased_var[c] * M / (M - 1);
+          }
+        }
+        EXPECT_TRUE(all_close(running_mean, rm, tol, tol)) << s;
+        EXPECT_TRUE(all_close(running_var, rv, tol, tol)) << s;
+
+        // Eval mode normalises with the running statistics and leaves them alone.
+        const Tensor x = random_tensor(s, rng, o, -3, 3);
+        const Tensor y = batch_norm(testing::noncontiguous(x), running_mean, running_var, w, b, false, momentum, eps);
+        EXPECT_TRUE(all_close(y, ref_normalize(x.to_vector<double>(), v, rm, rv, wv, bv, eps), tol, tol)) << s;
+        EXPECT_TRUE(all_close(running_mean, rm, tol, tol));
+      }
+    }
+  }
+}
+
+TEST_P(BatchNorm, TrainingWithoutRunningStatsUsesBatchStats) {
+  std::mt19937_64 rng(testing::kSeed + 201);
+  const Tensor x = random_tensor({3, 2, 2, 2}, rng, opts(DType::float64, GetParam()));
+  const Channels v(x.shape());
+  const auto xv = x.to_vector<double>();
+  const Stats st = ref_stats(xv, v);
+  EXPECT_TRUE(all_close(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true),
+                        ref_normalize(xv, v, st.mean, st.biased_var, {}, {}, 1e-5), 1e-12, 1e-12));
+}
+
+TEST_P(BatchNorm, GradientsPassGradcheckInBothModes) {
+  std::mt19937_64 rng(testing::kSeed + 202);
+  for (const Shape& s : {Shape{5, 3}, Shape{2, 3, 3, 2}, Shape{1, 2, 2, 3}}) {
+    const TensorOptions o = opts(DType::float64, GetParam());
+    const std::int64_t C = s[1];
+    const Tensor x = random_tensor(s, rng, TensorOptions(o).requires_grad());
+    const Tensor w = random_tensor({C}, rng, TensorOptions(o).requires_grad(), 0.5, 1.5);
+    const Tensor b = random_tensor({C}, rng, TensorOptions(o).requires_grad());
+    const Tensor rm = random_tensor({C}, rng, o), rv = random_tensor({C}, rng, o, 0.5, 2);
+    for (bool training : {true, false}) {
+      // Running stats are copies so that gradcheck's repeated forwards see the same ones.
+      EXPECT_TRUE(grad_ok([&](const auto& in) {
+        return batch_norm(in[0], rm.clone(), rv.clone(), in[1], in[2], training, 0.1, 1e-3);
+      }, {x, w, b})) << s << " training " << training;
+      EXPECT_TRUE(grad_ok([&](const auto& in) {
+        return batch_norm(in[0], rm.clone(), rv.clone(), Tensor(), Tensor(), training, 0.1, 1e-3);
+      }, {x})) << s << " no affine, training " << training;
+      if (s.size() == 4) {  // a non-contiguous input: H and W swapped
+        EXPECT_TRUE(grad_ok([&](const auto& in) {
+          return batch_norm(in[0].transpose(2, 3), rm.clone(), rv.clone(), in[1], Tensor(), training, 0.1, 1e-3);
+        }, {x, w})) << s;
+      }
+    }
+  }
+}
+
+TEST_P(BatchNorm, NonContiguousGradientInput) {
+  std::mt19937_64 rng(testing::kSeed + 203);
+  const TensorOptions o = opts(DType::float64, GetParam());
+  // The input is a channel-sliced view, so neither x nor its gradient is contiguous.
+  const Tensor big = random_tensor({3, 6, 2, 2}, rng, TensorOptions(o).requires_grad());
+  EXPECT_TRUE(grad_ok([&](const auto& in) {
+    return batch_norm(in[0].slice(1, 0, 6, 2), Tensor(), Tensor(), Tensor(), Tensor(), true);
+  }, {big}));
+}
+
+TEST_P(BatchNorm, BadArgumentsAreClearErrors) {
+  using testing::throws_with;
+  const Device d = GetParam();
+  const Tensor x = zeros({4, 3, 2, 2}, d), c3 = ones({3}, d);
+  EXPECT_TRUE(throws_with([&] { batch_norm(zeros({1, 3}, d), c3, c3, c3, c3, true); },
+                          {"more than 1 value per channel", "[1, 3]"}));
+  EXPECT_TRUE(throws_with([&] { batch_norm(x, c3, c3, ones({4}, d), c3, true); }, {"weight", "[3]", "[4]"}));
+  EXPECT_TRUE(throws_with([&] { batch_norm(x, Tensor(), Tensor(), c3, c3, false); }, {"eval mode", "running_mean"}));
+  EXPECT_TRUE(throws_with([&] { batch_norm(x, c3, Tensor(), c3, c3, true); }, {"running_var"}));
+  EXPECT_TRUE(throws_with([&] { batch_norm(x, c3, ones({3}, TensorOptions(DType::float64).device(d)), c3, c3, true); },
+                          {"running_var", "float64", "float32"}));
+  EXPECT_TRUE(throws_with([&] { batch_norm(zeros({4}, d), Tensor(), Tensor(), Tensor(), Tensor(), true); }, {"[4]"}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, BatchNorm, ::testing::ValuesIn(testing::test_devices()), testing::device_name);
+
+}  // namespace
+}  // namespace convkit

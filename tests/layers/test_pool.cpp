@@ -1,0 +1,191 @@
+// Max, average and global average pooling against a float64 reference that
+// walks every window position (padding included) explicitly, over stride,
+// padding, ceil_mode and count_include_pad combinations; gradients by gradcheck.
+#include <cmath>
+#include <limits>
+
+#include "layers/layer_testing.h"
+
+namespace convkit {
+namespace {
+
+using testing::all_close;
+using testing::grad_ok;
+using testing::opts;
+using testing::random_tensor;
+
+struct PoolCase {
+  Shape shape;
+  std::int64_t kh, kw, sh, sw, ph, pw;
+  bool ceil;
+};
+
+Pool2dParams params_of(const PoolCase& c, bool include_pad) {
+  return Pool2dParams(c.kh, c.kw).stride(c.sh, c.sw).padding(c.ph, c.pw).ceil_mode(c.ceil).count_include_pad(include_pad);
+}
+
+// Output length straight from the definition: floor or ceil of
+// (in + 2p - k) / s, plus one, minus the last window when it would start in the right padding.
+std::int64_t ref_out(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p, bool ceil_mode) {
+  const double q = static_cast<double>(in + 2 * p - k) / static_cast<double>(s);
+  auto out = static_cast<std::int64_t>(ceil_mode ? std::ceil(q) : std::floor(q)) + 1;
+  if (ceil_mode && (out - 1) * s >= in + p) --out;
+  return out;
+}
+
+struct RefPool {
+  Shape shape;
+  std::vector<double> max, avg;
+  std::vector<std::int64_t> argmax;  // flat index into x
+};
+
+RefPool ref_pool(const std::vector<double>& x, const PoolCase& c, bool include_pad) {
+  const std::int64_t N = c.shape[0], C = c.shape[1], H = c.shape[2], W = c.shape[3];
+  const std::int64_t OH = ref_out(H, c.kh, c.sh, c.ph, c.ceil), OW = ref_out(W, c.kw, c.sw, c.pw, c.ceil);
+  RefPool r{Shape{N, C, OH, OW}, {}, {}, {}};
+  for (std::int64_t p = 0; p < N * C; ++p)
+    for (std::int64_t oh = 0; oh < OH; ++oh)
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        double best = -std::numeric_limits<double>::infinity(), sum = 0;
+        std::int64_t best_i = -1, inside = 0, in_padded = 0;
+        for (std::int64_t i = 0; i < c.kh; ++i)
+          for (std::int64_t j = 0; j < c.kw; ++j) {
+            const std::int64_t h = oh * c.sh - c.ph + i, w = ow * c.sw - c.pw + j;
+            if (h >= -c.ph && h < H + c.ph && w >= -c.pw && w < W + c.pw) ++in_padded;
+            if (h < 0 || h >= H || w < 0 || w >= W) continue;
+            const std::int64_t flat = (p * H + h) * W + w;
+            const double v = x[static_cast<std::size_t>(flat)];
+            ++inside;
+            sum += v;
+            if (v > best) { best = v; best_i = flat; }
+          }
+        r.max.push_back(best);
+        r.argmax.push_back(best_i);
+        r.avg.push_back(sum / static_cast<double>(include_pad ? in_padded : inside));
+      }
+  return r;
+}
+
+std::vector<PoolCase> pool_cases() {
+  return {
+      {{1, 1, 5, 5}, 2, 2, 2, 2, 0, 0, false},  {{1, 1, 5, 5}, 2, 2, 2, 2, 0, 0, true},
+      {{2, 3, 7, 6}, 3, 3, 2, 2, 1, 1, false},  {{2, 3, 7, 6}, 3, 3, 2, 2, 1, 1, true},
+      {{1, 2, 4, 9}, 2, 3, 1, 2, 1, 1, true},   {{3, 1, 6, 6}, 3, 2, 3, 1, 0, 1, false},
+      {{1, 1, 3, 3}, 2, 2, 2, 2, 1, 1, true},   {{2, 2, 5, 5}, 3, 3, 3, 3, 1, 1, true},
+      {{1, 3, 8, 5}, 1, 1, 2, 2, 0, 0, false},  {{2, 1, 9, 7}, 4, 4, 3, 2, 2, 2, true},
+      {{1, 1, 1, 1}, 1, 1, 1, 1, 0, 0, false},  {{1, 2, 6, 11}, 3, 5, 2, 3, 1, 2, true},
+  };
+}
+
+class Pool : public ::testing::TestWithParam<Device> {};
+
+TEST_P(Pool, OutputSizeFollowsPyTorchCeilRule) {
+  const Tensor x = zeros({1, 1, 3, 3}, GetParam());
+  // ceil((3 + 2 - 2) / 2) + 1 = 3, but the third window would start in the right padding.
+  EXPECT_EQ(max_pool2d(x, Pool2dParams(2).stride(2).padding(1).ceil_mode()).shape(), (Shape{1, 1, 2, 2}));
+  EXPECT_EQ(max_pool2d(zeros({1, 1, 5, 5}, GetParam()), Pool2dParams(2).ceil_mode()).shape(), (Shape{1, 1, 3, 3}));
+  EXPECT_EQ(avg_pool2d(zeros({1, 1, 5, 5}, GetParam()), Pool2dParams(2)).shape(), (Shape{1, 1, 2, 2}));
+  // stride 0 means "the kernel size".
+  EXPECT_EQ(max_pool2d(zeros({2, 3, 8, 6}, GetParam()), Pool2dParams(4, 3)).shape(), (Shape{2, 3, 2, 2}));
+}
+
+TEST_P(Pool, ForwardMatchesFloat64Reference) {
+  std::mt19937_64 rng(testing::kSeed + 100);
+  for (const auto& c : pool_cases()) {
+    for (DType dt : {DType::float32, DType::float64}) {
+      for (bool strided : {false, true}) {
+        Tensor x = random_tensor(c.shape, rng, opts(dt, GetParam()), -2, 2);
+        const auto xv = x.to_vector<double>();
+        if (strided) x = testing::noncontiguous(x);
+        for (bool include_pad : {true, false}) {
+          const RefPool r = ref_pool(xv, c, include_pad);
+          const Pool2dParams p = params_of(c, include_pad);
+          const Tensor mx = max_pool2d(x, p), av = avg_pool2d(x, p);
+          ASSERT_EQ(mx.shape(), r.shape) << c.shape;
+          ASSERT_EQ(av.shape(), r.shape) << c.shape;
+          EXPECT_EQ(mx.dtype(), dt);
+          EXPECT_TRUE(all_close(mx, r.max, 0, 0)) << c.shape << " k" << c.kh << "x" << c.kw;
+          const double tol = testing::tol_for(dt);
+          EXPECT_TRUE(all_close(av, r.avg, tol, tol))
+              << c.shape << " k" << c.kh << "x" << c.kw << " s" << c.sh << "x" << c.sw << " p" << c.ph
+              << "x" << c.pw << " ceil " << c.ceil << " include_pad " << include_pad;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Pool, MaxPoolGradientGoesToTheArgmax) {
+  std::mt19937_64 rng(testing::kSeed + 101);
+  for (const auto& c : pool_cases()) {
+    Tensor x = testing::distinct_tensor(c.shape, rng, opts(DType::float64, GetParam()).requires_grad());
+    const RefPool r = ref_pool(x.detach().to_vector<double>(), c, true);
+    const Tensor g = random_tensor(r.shape, rng, opts(DType::float64, GetParam()));
+    max_pool2d(x, params_of(c, true)).backward(g);
+    std::vector<double> want(static_cast<std::size_t>(c.shape.numel()), 0.0);
+    const auto gv = g.to_vector<double>();
+    for (std::size_t o = 0; o < r.argmax.size(); ++o) want[static_cast<std::size_t>(r.argmax[o])] += gv[o];
+    EXPECT_TRUE(all_close(x.grad(), want, 1e-12, 1e-12)) << c.shape;
+  }
+}
+
+TEST_P(Pool, GradientsPassGradcheck) {
+  std::mt19937_64 rng(testing::kSeed + 102);
+  for (const auto& c : pool_cases()) {
+    const TensorOptions o = opts(DType::float64, GetParam()).requires_grad();
+    const Tensor x = testing::distinct_tensor(c.shape, rng, o);
+    for (bool include_pad : {true, false}) {
+      const Pool2dParams p = params_of(c, include_pad);
+      EXPECT_TRUE(grad_ok([&](const auto& in) { return avg_pool2d(in[0], p); }, {x})) << c.shape;
+    }
+    EXPECT_TRUE(grad_ok([&](const auto& in) { return max_pool2d(in[0], params_of(c, true)); }, {x})) << c.shape;
+    // Through a non-contiguous view of the input.
+    EXPECT_TRUE(grad_ok([&](const auto& in) { return max_pool2d(in[0].transpose(2, 3), params_of(c, true)); }, {x}));
+  }
+}
+
+TEST_P(Pool, GlobalAveragePool) {
+  std::mt19937_64 rng(testing::kSeed + 103);
+  for (DType dt : {DType::float32, DType::float64}) {
+    for (const Shape& s : {Shape{1, 1, 1, 1}, Shape{2, 3, 5, 7}, Shape{1, 4, 6, 3}}) {
+      Tensor x = random_tensor(s, rng, opts(dt, GetParam()));
+      const auto v = x.to_vector<double>();
+      std::vector<double> want;
+      const std::int64_t plane = s[2] * s[3];
+      for (std::int64_t p = 0; p < s[0] * s[1]; ++p) {
+        double acc = 0;
+        for (std::int64_t i = 0; i < plane; ++i) acc += v[static_cast<std::size_t>(p * plane + i)];
+        want.push_back(acc / static_cast<double>(plane));
+      }
+      const Tensor y = global_avg_pool2d(testing::noncontiguous(x));
+      EXPECT_EQ(y.shape(), (Shape{s[0], s[1], 1, 1}));
+      EXPECT_TRUE(all_close(y, want, testing::tol_for(dt), testing::tol_for(dt)));
+    }
+  }
+  const Tensor x = random_tensor({2, 3, 4, 5}, rng, opts(DType::float64, GetParam()).requires_grad());
+  EXPECT_TRUE(grad_ok([](const auto& in) { return global_avg_pool2d(in[0]); }, {x}));
+}
+
+TEST_P(Pool, NaNWinsTheMaximum) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor x = from_vector(std::vector<double>{1, nan, 3, 4}, {1, 1, 2, 2}, GetParam());
+  EXPECT_TRUE(std::isnan(max_pool2d(x, Pool2dParams(2)).item()));
+}
+
+TEST_P(Pool, BadArgumentsAreClearErrors) {
+  using testing::throws_with;
+  const Tensor x = zeros({1, 2, 4, 4}, GetParam());
+  EXPECT_TRUE(throws_with([&] { max_pool2d(x, Pool2dParams(2).padding(2)); }, {"max_pool2d", "at most half"}));
+  EXPECT_TRUE(throws_with([&] { avg_pool2d(x, Pool2dParams(5)); }, {"avg_pool2d", "too small", "[1, 2, 4, 4]"}));
+  EXPECT_TRUE(throws_with([&] { max_pool2d(zeros({2, 4, 4}, GetParam()), Pool2dParams(2)); }, {"4 dims", "[2, 4, 4]"}));
+  EXPECT_TRUE(throws_with([&] { max_pool2d(x, Pool2dParams(0)); }, {"kernel size must be positive"}));
+  EXPECT_TRUE(throws_with([&] { max_pool2d(x, Pool2dParams(2).stride(-1)); }, {"stride"}));
+  EXPECT_TRUE(throws_with([&] { global_avg_pool2d(zeros({2, 3}, GetParam())); }, {"global_avg_pool2d", "[2, 3]"}));
+  EXPECT_TRUE(throws_with([&] { max_pool2d(zeros({1, 1, 2, 2}, TensorOptions(DType::int64).device(GetParam())), Pool2dParams(2)); },
+                          {"max_pool2d", "int64"}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Pool, ::testing::ValuesIn(testing::test_devices()), testing::device_name);
+
+}  // namespace
+}  // namespace convkit
