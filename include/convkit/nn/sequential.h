@@ -1,0 +1,48 @@
+#pragma once
+// nn::Sequential: runs its children in order, each one's output feeding the next.
+//   auto net = std::make_shared<nn::Sequential>();
+//   net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 8, 3).padding(1)));
+//   net->push_back(std::make_shared<nn::ReLU>());
+// Children pushed without a name are called "0", "1", ... by position, so
+// parameters read "0.weight"; push_back(name, module) gives named children
+// ("conv1.weight") while keeping positional indexing.
+#include <cstddef>
+#include <initializer_list>
+#include <memory>
+#include <string>
+
+#include "convkit/nn/module.h"
+
+namespace convkit::nn {
+
+class Sequential : public Module {
+ public:
+  Sequential();
+  Sequential(std::initializer_list<std::shared_ptr<Module>> modules);
+
+  template <typename M>
+  std::shared_ptr<M> push_back(std::shared_ptr<M> module) {
+    return register_module(std::to_string(size()), std::move(module));
+  }
+  template <typename M>
+  std::shared_ptr<M> push_back(const std::string& name, std::shared_ptr<M> module) {
+    return register_module(name, std::move(module));
+  }
+
+  std::size_t size() const { return named_children().size(); }
+  bool empty() const { return size() == 0; }
+  // The child at `index`; throws Error when out of range.
+  std::shared_ptr<Module> operator[](std::size_t index) const;
+  // The child at `index` as an M; throws Error when it is some other type.
+  template <typename M>
+  std::shared_ptr<M> at(std::size_t index) const {
+    auto typed = std::dynamic_pointer_cast<M>((*this)[index]);
+    CK_CHECK(typed != nullptr, "Sequential::at: child ", index, " is a ", (*this)[index]->name(),
+             ", not the requested type");
+    return typed;
+  }
+
+  Tensor forward(const Tensor& input) override;
+};
+
+}  // namespace convkit::nn

@@ -1,0 +1,71 @@
+#include "convkit/optim/adam.h"
+
+#include <cmath>
+
+#include "convkit/ops/elementwise.h"
+#include "convkit/ops/factory.h"
+
+namespace convkit::optim {
+
+namespace {
+AdamOptions checked(const char* name, const AdamOptions& o) {
+  CK_CHECK(o.lr_ >= 0, name, ": lr must be non-negative, got ", o.lr_);
+  CK_CHECK(o.beta1_ >= 0 && o.beta1_ < 1 && o.beta2_ >= 0 && o.beta2_ < 1, name,
+           ": betas must be in [0, 1), got (", o.beta1_, ", ", o.beta2_, ")");
+  CK_CHECK(o.eps_ >= 0, name, ": eps must be non-negative, got ", o.eps_);
+  CK_CHECK(o.weight_decay_ >= 0, name, ": weight_decay must be non-negative, got ", o.weight_decay_);
+  return o;
+}
+}  // namespace
+
+void adam_update(const Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                 std::int64_t step, double lr, double weight_decay, bool decoupled_weight_decay,
+                 const AdamOptions& o) {
+  Tensor p = param;
+  Tensor g = grad;
+  if (weight_decay != 0) {
+    if (decoupled_weight_decay) {
+      p.mul_(1.0 - lr * weight_decay);
+    } else {
+      g = add(grad, param, weight_decay);
+    }
+  }
+  if (!exp_avg.defined()) exp_avg = zeros_like(param);
+  if (!exp_avg_sq.defined()) exp_avg_sq = zeros_like(param);
+  exp_avg.mul_(o.beta1_).add_(g, 1.0 - o.beta1_);
+  exp_avg_sq.mul_(o.beta2_).add_(mul(g, g), 1.0 - o.beta2_);
+
+  const double t = static_cast<double>(step);
+  const double bias_correction1 = 1.0 - std::pow(o.beta1_, t);
+  const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(o.beta2_, t));
+  const double step_size = lr / bias_correction1;
+  Tensor denom = sqrt(exp_avg_sq) / bias_correction2_sqrt;
+  denom.add_(o.eps_);
+  p.add_(exp_avg / denom, -step_size);
+}
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
+    : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), {}, {}}}, options) {}
+
+Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& options)
+    : Adam("Adam", std::move(groups), options, false) {}
+
+Adam::Adam(const char* name, std::vector<ParamGroup> groups, const AdamOptions& options, bool decoupled)
+    : Optimizer(name, std::move(groups), checked(name, options).lr_, options.weight_decay_),
+      options_(options),
+      decoupled_(decoupled) {}
+
+void Adam::update(const Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) {
+  Tensor& exp_avg = state.slot("exp_avg");
+  Tensor& exp_avg_sq = state.slot("exp_avg_sq");
+  adam_update(param, grad, exp_avg, exp_avg_sq, state.step, *group.lr, *group.weight_decay, decoupled_,
+              options_);
+}
+
+AdamW::AdamW(std::vector<Tensor> params, const AdamOptions& options)
+    : AdamW(std::vector<ParamGroup>{ParamGroup{std::move(params), {}, {}}}, options) {}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, const AdamOptions& options)
+    : Adam("AdamW", std::move(groups), options, true) {}
+
+}  // namespace convkit::optim
