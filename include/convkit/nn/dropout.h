@@ -1,7 +1,8 @@
 #pragma once
 // nn::Dropout: inverted dropout in training mode (zero with probability p,
-// scale the rest by 1 / (1 - p)), the identity in eval mode. The mask comes
-// from the Philox generator, so a seed gives the same mask on every device.
+// scale the rest by 1 / (1 - p); p = 1 zeroes everything), the identity in
+// eval mode. The mask comes from the Philox generator, so a seed gives the
+// same mask on every device.
 #include "convkit/nn/module.h"
 
 namespace convkit::nn {
