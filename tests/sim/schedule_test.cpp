@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+
+#include "convkit/core/error.h"
 
 #include "sim_test_util.h"
 
@@ -45,6 +49,36 @@ TEST(Schedule, ScopedScheduleRestoresThePreviousOne) {
     EXPECT_EQ(convkit::sim::current_schedule(), Schedule::parse("reverse"));
   }
   EXPECT_EQ(convkit::sim::current_schedule(), before);
+}
+
+// The environment variable is read once, on first use, so these run in a fresh
+// process: the "threadsafe" death-test style re-executes the test binary, which
+// inherits the variable set here.
+class ScheduleEnvironmentDeathTest : public ::testing::Test {
+ protected:
+  ScheduleEnvironmentDeathTest() { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+  ~ScheduleEnvironmentDeathTest() override { unsetenv("CONVKIT_SIM_SCHEDULE"); }
+};
+
+TEST_F(ScheduleEnvironmentDeathTest, VariableSetsTheDefaultSchedule) {
+  setenv("CONVKIT_SIM_SCHEDULE", "random:99", 1);
+  EXPECT_EXIT(std::exit(convkit::sim::current_schedule() == Schedule::parse("random:99") ? 0 : 1),
+              ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(ScheduleEnvironmentDeathTest, BadValueIsAnErrorNamingTheVariable) {
+  setenv("CONVKIT_SIM_SCHEDULE", "sideways", 1);
+  EXPECT_EXIT(
+      {
+        try {
+          convkit::sim::current_schedule();
+        } catch (const convkit::Error& e) {
+          std::fputs(e.what(), stderr);
+          std::exit(3);
+        }
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(3), "CONVKIT_SIM_SCHEDULE.*'sideways'.*forward, reverse or random:SEED");
 }
 
 }  // namespace
