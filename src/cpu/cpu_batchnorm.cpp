@@ -20,6 +20,21 @@ struct ChannelView {
   std::int64_t count() const { return N * S; }  // elements per channel (M)
 };
 
+// Sum of f(i) for i in [0, n) in 8 independent partial sums: one serial chain
+// of double additions (the compiler keeps their order) would be latency-bound.
+template <typename F>
+double lane_sum(std::int64_t n, F&& f) {
+  constexpr std::int64_t kLanes = 8;
+  double acc[kLanes] = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::int64_t l = 0; l < kLanes; ++l) acc[l] += f(i + l);
+  double total = 0;
+  for (; i < n; ++i) total += f(i);
+  for (double a : acc) total += a;
+  return total;
+}
+
 // f(plane pointer offset) for every (n) plane of channel c.
 template <typename F>
 void for_each_plane_of_channel(const ChannelView& v, std::int64_t c, F&& f) {
@@ -39,15 +54,15 @@ void CpuBackend::batch_norm_stats(const Tensor& x, const Tensor& mean, const Ten
     for (std::int64_t c = 0; c < v.C; ++c) {
       double sum = 0;
       for_each_plane_of_channel(v, c, [&](std::int64_t off) {
-        for (std::int64_t s = 0; s < v.S; ++s) sum += static_cast<double>(xp[off + s]);
+        sum += lane_sum(v.S, [&](std::int64_t s) { return static_cast<double>(xp[off + s]); });
       });
       const double mu = sum * inv_m;
       double sq = 0;
       for_each_plane_of_channel(v, c, [&](std::int64_t off) {
-        for (std::int64_t s = 0; s < v.S; ++s) {
+        sq += lane_sum(v.S, [&](std::int64_t s) {
           const double d = static_cast<double>(xp[off + s]) - mu;
-          sq += d * d;
-        }
+          return d * d;
+        });
       });
       mp[c] = static_cast<T>(mu);
       vp[c] = static_cast<T>(sq * inv_m);
@@ -88,11 +103,10 @@ void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor
       const double mu = static_cast<double>(mp[c]);
       double a = 0, b = 0;
       for_each_plane_of_channel(v, c, [&](std::int64_t off) {
-        for (std::int64_t s = 0; s < v.S; ++s) {
-          const double g = static_cast<double>(gp[off + s]);
-          a += g;
-          b += g * (static_cast<double>(xp[off + s]) - mu);
-        }
+        a += lane_sum(v.S, [&](std::int64_t s) { return static_cast<double>(gp[off + s]); });
+        b += lane_sum(v.S, [&](std::int64_t s) {
+          return static_cast<double>(gp[off + s]) * (static_cast<double>(xp[off + s]) - mu);
+        });
       });
       s1[c] = static_cast<T>(a);
       s2[c] = static_cast<T>(b);

@@ -67,14 +67,12 @@ void CpuBackend::max_pool2d_forward(const Tensor& x, const Tensor& out, const Te
           const Span ws = clip(ow, w.stride_w, w.pad_w, w.kernel_w, g.W);
           T best = -std::numeric_limits<T>::infinity();
           std::int64_t best_i = hs.begin * g.W + ws.begin;
-          bool nan = false;
-          for (std::int64_t h = hs.begin; h < hs.end && !nan; ++h) {
+          for (std::int64_t h = hs.begin; h < hs.end; ++h) {
             for (std::int64_t c = ws.begin; c < ws.end; ++c) {
               const T v = plane[h * g.W + c];
-              if (v > best || std::isnan(v)) {
+              if (v > best || std::isnan(v)) {  // torch's rule: a NaN always takes over
                 best = v;
                 best_i = h * g.W + c;
-                if (std::isnan(v)) { nan = true; break; }
               }
             }
           }

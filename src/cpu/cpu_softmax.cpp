@@ -45,6 +45,28 @@ void CpuBackend::softmax_forward(const Tensor& x, std::int64_t dim, bool log, co
   dispatch_floating(x.dtype(), "softmax", [&]<typename T>() {
     const T* xp = x.data<T>();
     T* yp = out.data<T>();
+    if (v.inner == 1) {  // rows along the last dim: contiguous, one row per task
+#pragma omp parallel for schedule(static) if (v.outer > 1 && v.outer * v.n > 16384)
+      for (std::int64_t o = 0; o < v.outer; ++o) {
+        const T* row = xp + o * v.n;
+        T* dst = yp + o * v.n;
+        const T mx = *std::max_element(row, row + v.n);
+        double sum = 0;
+        for (std::int64_t k = 0; k < v.n; ++k) {
+          const T e = std::exp(row[k] - mx);
+          dst[k] = e;  // kept for softmax, overwritten for log-softmax
+          sum += static_cast<double>(e);
+        }
+        if (log) {
+          const T log_sum = static_cast<T>(std::log(sum));
+          for (std::int64_t k = 0; k < v.n; ++k) dst[k] = (row[k] - mx) - log_sum;  // row - mx is exact
+        } else {
+          const T inv = static_cast<T>(1.0 / sum);
+          for (std::int64_t k = 0; k < v.n; ++k) dst[k] *= inv;
+        }
+      }
+      return;
+    }
     for_each_block(v, [&](std::int64_t base, std::int64_t width) {
       T mx[kBlock];
       double sum[kBlock];
@@ -59,16 +81,21 @@ void CpuBackend::softmax_forward(const Tensor& x, std::int64_t dim, bool log, co
         T* dst = yp + base + k * v.inner;
         for (std::int64_t j = 0; j < width; ++j) {
           const T e = std::exp(row[j] - mx[j]);
-          if (!log) dst[j] = e;
+          dst[j] = e;  // kept for softmax, overwritten for log-softmax
           sum[j] += static_cast<double>(e);
         }
       }
+      T factor[kBlock];  // 1 / sum for softmax, log(sum) for log-softmax
+      for (std::int64_t j = 0; j < width; ++j)
+        factor[j] = static_cast<T>(log ? std::log(sum[j]) : 1.0 / sum[j]);
       for (std::int64_t k = 0; k < v.n; ++k) {
         const T* row = xp + base + k * v.inner;
         T* dst = yp + base + k * v.inner;
-        for (std::int64_t j = 0; j < width; ++j)
-          dst[j] = log ? row[j] - mx[j] - static_cast<T>(std::log(sum[j]))
-                       : static_cast<T>(static_cast<double>(dst[j]) / sum[j]);
+        if (log) {
+          for (std::int64_t j = 0; j < width; ++j) dst[j] = (row[j] - mx[j]) - factor[j];
+        } else {
+          for (std::int64_t j = 0; j < width; ++j) dst[j] *= factor[j];
+        }
       }
     });
   });

@@ -96,7 +96,8 @@ class Backend {
   // output is overwritten entirely.
 
   // Max pooling; padding never wins. argmax (int64, out's shape) receives the
-  // index h * W + w, within its input plane, of the first maximum (NaN wins, as in torch).
+  // index h * W + w, within its input plane, of the winner of a row-major scan
+  // that takes v when v > best or v is NaN (torch's rule: the first maximum, or the last NaN).
   virtual void max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& argmax,
                                   PoolWindow window) = 0;
   // grad_in = 0, then grad_in[n, c, argmax[n, c, i]] += grad_out[n, c, i].
