@@ -106,36 +106,42 @@ TYPED_TEST(ConvFftTest, Real2dForwardMatchesNaiveDftAndInverseRoundTrips) {
   using T = TypeParam;
   std::mt19937_64 rng(kFftSeed + 1);
   std::uniform_real_distribution<double> dist(-1, 1);
-  for (std::int64_t rows : {1, 2, 4, 8, 16, 32})
-    for (std::int64_t cols : {2, 4, 8, 16, 32}) {
-      const RealFft2d<T> fft(rows, cols);
-      std::vector<T> x(static_cast<std::size_t>(rows * cols));
-      std::vector<long double> exact(x.size());
-      double norm2 = 0;
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        x[i] = static_cast<T>(dist(rng));
-        exact[i] = x[i];
-        norm2 += static_cast<double>(x[i]) * x[i];
-      }
-      std::vector<std::complex<T>> spectrum(static_cast<std::size_t>(fft.spectrum_size()));
-      std::vector<std::complex<T>> scratch(static_cast<std::size_t>(fft.scratch_size()));
-      fft.forward(x.data(), spectrum.data(), scratch.data());
-      const auto want = naive_dft_2d(exact, rows, cols);
-      const double tol = fft_tolerance<T>(rows * cols, std::sqrt(norm2));
-      for (std::int64_t u = 0; u < rows; ++u)
-        for (std::int64_t v = 0; v < fft.spectrum_cols(); ++v) {
-          const auto g = spectrum[static_cast<std::size_t>(u * fft.spectrum_cols() + v)];
-          const Exact w = want[static_cast<std::size_t>(u * cols + v)];
-          ASSERT_NEAR(g.real(), static_cast<double>(w.real()), tol) << rows << "x" << cols << " u=" << u << " v=" << v;
-          ASSERT_NEAR(g.imag(), static_cast<double>(w.imag()), tol) << rows << "x" << cols << " u=" << u << " v=" << v;
+  for (std::int64_t lanes : {1, 3})
+    for (std::int64_t rows : {1, 2, 4, 8, 16, 32})
+      for (std::int64_t cols : {2, 4, 8, 16, 32}) {
+        const RealFft2d<T> fft(rows, cols);
+        const std::int64_t sc = fft.spectrum_cols();
+        // x[(i*cols + j)*lanes + l]: element (i, j) of array l.
+        std::vector<T> x(static_cast<std::size_t>(rows * cols * lanes));
+        for (T& v : x) v = static_cast<T>(dist(rng));
+        std::vector<std::complex<T>> spectrum(static_cast<std::size_t>(fft.spectrum_size() * lanes));
+        std::vector<std::complex<T>> scratch(static_cast<std::size_t>(fft.scratch_size(lanes)));
+        fft.forward(x.data(), spectrum.data(), scratch.data(), lanes);
+        for (std::int64_t l = 0; l < lanes; ++l) {
+          std::vector<long double> exact(static_cast<std::size_t>(rows * cols));
+          double norm2 = 0;
+          for (std::int64_t e = 0; e < rows * cols; ++e) {
+            exact[static_cast<std::size_t>(e)] = x[static_cast<std::size_t>(e * lanes + l)];
+            norm2 += static_cast<double>(exact[static_cast<std::size_t>(e)] * exact[static_cast<std::size_t>(e)]);
+          }
+          const auto want = naive_dft_2d(exact, rows, cols);
+          const double tol = fft_tolerance<T>(rows * cols, std::sqrt(norm2));
+          for (std::int64_t u = 0; u < rows; ++u)
+            for (std::int64_t v = 0; v < sc; ++v) {
+              const auto g = spectrum[static_cast<std::size_t>((u * sc + v) * lanes + l)];
+              const Exact w = want[static_cast<std::size_t>(u * cols + v)];
+              ASSERT_NEAR(g.real(), static_cast<double>(w.real()), tol) << rows << "x" << cols << " lane " << l << " u=" << u << " v=" << v;
+              ASSERT_NEAR(g.imag(), static_cast<double>(w.imag()), tol) << rows << "x" << cols << " lane " << l << " u=" << u << " v=" << v;
+            }
         }
-      // inverse(forward(x)) = rows*cols * x.
-      std::vector<T> back(x.size());
-      fft.inverse(spectrum.data(), back.data(), scratch.data());
-      const double scale = static_cast<double>(rows * cols);
-      for (std::size_t i = 0; i < x.size(); ++i)
-        ASSERT_NEAR(back[i] / scale, x[i], 2 * tol / std::sqrt(scale)) << rows << "x" << cols << " i=" << i;
-    }
+        // inverse(forward(x)) = rows*cols * x.
+        std::vector<T> back(x.size());
+        fft.inverse(spectrum.data(), back.data(), scratch.data(), lanes);
+        const double scale = static_cast<double>(rows * cols);
+        const double tol = fft_tolerance<T>(rows * cols, std::sqrt(scale));  // |x| <= 1 per element
+        for (std::size_t i = 0; i < x.size(); ++i)
+          ASSERT_NEAR(back[i] / scale, x[i], 2 * tol / std::sqrt(scale)) << rows << "x" << cols << " i=" << i;
+      }
 }
 
 TEST(ConvFft, RejectsLengthsThatAreNotPowersOfTwo) {

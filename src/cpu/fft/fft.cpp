@@ -70,53 +70,59 @@ RealFft2d<T>::RealFft2d(std::int64_t rows, std::int64_t cols)
 }
 
 template <typename T>
-void RealFft2d<T>::forward(const T* in, std::complex<T>* spectrum, std::complex<T>* scratch) const {
-  const std::int64_t sc = spectrum_cols();
+void RealFft2d<T>::forward(const T* in, std::complex<T>* spectrum, std::complex<T>* scratch,
+                           std::int64_t lanes) const {
+  const std::int64_t sc = spectrum_cols(), L = lanes;
   for (std::int64_t i = 0; i < rows_; i += 2) {
     // Two real rows a, b become one complex row z = a + i*b (b = 0 past the last row).
-    const T* a = in + i * cols_;
-    const T* b = i + 1 < rows_ ? in + (i + 1) * cols_ : nullptr;
-    for (std::int64_t j = 0; j < cols_; ++j) scratch[j] = {a[j], b != nullptr ? b[j] : T(0)};
-    row_fft_.forward(scratch);
+    const T* a = in + i * cols_ * L;
+    const T* b = i + 1 < rows_ ? in + (i + 1) * cols_ * L : nullptr;
+    for (std::int64_t j = 0; j < cols_ * L; ++j) scratch[j] = {a[j], b != nullptr ? b[j] : T(0)};
+    row_fft_.forward(scratch, L);
     // Since a and b are real, A[k] = (Z[k] + conj(Z[-k])) / 2 and B[k] = (Z[k] - conj(Z[-k])) / (2i).
-    std::complex<T>* a_out = spectrum + i * sc;
-    std::complex<T>* b_out = b != nullptr ? spectrum + (i + 1) * sc : nullptr;
+    std::complex<T>* a_out = spectrum + i * sc * L;
+    std::complex<T>* b_out = b != nullptr ? spectrum + (i + 1) * sc * L : nullptr;
     for (std::int64_t k = 0; k < sc; ++k) {
-      const std::complex<T> z = scratch[k];
-      const std::complex<T> z_mirror = scratch[(cols_ - k) & (cols_ - 1)];
-      const T zr = z.real(), zi = z.imag(), mr = z_mirror.real(), mi = -z_mirror.imag();
-      a_out[k] = {(zr + mr) * T(0.5), (zi + mi) * T(0.5)};
-      if (b_out != nullptr) b_out[k] = {(zi - mi) * T(0.5), -(zr - mr) * T(0.5)};
+      const std::complex<T>* z_row = scratch + k * L;
+      const std::complex<T>* mirror_row = scratch + ((cols_ - k) & (cols_ - 1)) * L;
+      for (std::int64_t l = 0; l < L; ++l) {
+        const T zr = z_row[l].real(), zi = z_row[l].imag();
+        const T mr = mirror_row[l].real(), mi = -mirror_row[l].imag();
+        a_out[k * L + l] = {(zr + mr) * T(0.5), (zi + mi) * T(0.5)};
+        if (b_out != nullptr) b_out[k * L + l] = {(zi - mi) * T(0.5), -(zr - mr) * T(0.5)};
+      }
     }
   }
-  column_fft_.forward(spectrum, sc);
+  column_fft_.forward(spectrum, sc * L);
 }
 
 template <typename T>
-void RealFft2d<T>::inverse(std::complex<T>* spectrum, T* out, std::complex<T>* scratch) const {
-  const std::int64_t sc = spectrum_cols();
-  column_fft_.inverse(spectrum, sc);
+void RealFft2d<T>::inverse(std::complex<T>* spectrum, T* out, std::complex<T>* scratch, std::int64_t lanes) const {
+  const std::int64_t sc = spectrum_cols(), L = lanes;
+  column_fft_.inverse(spectrum, sc * L);
   for (std::int64_t i = 0; i < rows_; i += 2) {
     // Rebuild the full row spectra of two real rows from their halves
     // (X[k] = conj(X[cols - k])), combine as Z = A + i*B, and one inverse
     // transform returns a in the real and b in the imaginary part.
-    const std::complex<T>* a_in = spectrum + i * sc;
-    const std::complex<T>* b_in = i + 1 < rows_ ? spectrum + (i + 1) * sc : nullptr;
+    const std::complex<T>* a_in = spectrum + i * sc * L;
+    const std::complex<T>* b_in = i + 1 < rows_ ? spectrum + (i + 1) * sc * L : nullptr;
     for (std::int64_t k = 0; k < cols_; ++k) {
       const bool stored = k < sc;
-      const std::int64_t at = stored ? k : cols_ - k;
+      const std::int64_t at = (stored ? k : cols_ - k) * L;
       const T sign = stored ? T(1) : T(-1);
-      const T ar = a_in[at].real(), ai = sign * a_in[at].imag();
-      const T br = b_in != nullptr ? b_in[at].real() : T(0);
-      const T bi = b_in != nullptr ? sign * b_in[at].imag() : T(0);
-      scratch[k] = {ar - bi, ai + br};
+      for (std::int64_t l = 0; l < L; ++l) {
+        const T ar = a_in[at + l].real(), ai = sign * a_in[at + l].imag();
+        const T br = b_in != nullptr ? b_in[at + l].real() : T(0);
+        const T bi = b_in != nullptr ? sign * b_in[at + l].imag() : T(0);
+        scratch[k * L + l] = {ar - bi, ai + br};
+      }
     }
-    row_fft_.inverse(scratch);
-    T* a_out = out + i * cols_;
-    for (std::int64_t j = 0; j < cols_; ++j) a_out[j] = scratch[j].real();
+    row_fft_.inverse(scratch, L);
+    T* a_out = out + i * cols_ * L;
+    for (std::int64_t j = 0; j < cols_ * L; ++j) a_out[j] = scratch[j].real();
     if (b_in != nullptr) {
-      T* b_out = out + (i + 1) * cols_;
-      for (std::int64_t j = 0; j < cols_; ++j) b_out[j] = scratch[j].imag();
+      T* b_out = out + (i + 1) * cols_ * L;
+      for (std::int64_t j = 0; j < cols_ * L; ++j) b_out[j] = scratch[j].imag();
     }
   }
 }

@@ -11,7 +11,9 @@
 // RealFft2d maps a real rows x cols array to its half spectrum, rows x
 // (cols/2 + 1) complex values (the rest follows from Hermitian symmetry). Row
 // transforms pack two real rows into one complex FFT (a + i*b) and separate
-// the two spectra afterwards, halving the work of the row pass.
+// the two spectra afterwards, halving the work of the row pass. Both transform
+// many arrays at once with the lanes interleaved, which is how the FFT
+// convolution calls them (one lane per tile).
 //
 // Conventions: forward X[k] = sum_j x[j] exp(-2*pi*i*j*k/n); inverse is
 // unnormalised, sum_k X[k] exp(+2*pi*i*j*k/n) = n * x[j].
@@ -49,14 +51,16 @@ class RealFft2d {
   std::int64_t cols() const { return cols_; }
   std::int64_t spectrum_cols() const { return cols_ / 2 + 1; }
   std::int64_t spectrum_size() const { return rows_ * spectrum_cols(); }
-  // Complex values of scratch each call needs (one row of cols values).
-  std::int64_t scratch_size() const { return cols_; }
+  // Complex values of scratch a call on `lanes` arrays needs (one row of each).
+  std::int64_t scratch_size(std::int64_t lanes = 1) const { return cols_ * lanes; }
 
-  // in: rows x cols real values (row-major); spectrum: rows x spectrum_cols.
-  void forward(const T* in, std::complex<T>* spectrum, std::complex<T>* scratch) const;
-  // spectrum (destroyed): a half spectrum as forward() makes it; out: rows x cols
-  // real values, rows*cols times the array whose spectrum it is.
-  void inverse(std::complex<T>* spectrum, T* out, std::complex<T>* scratch) const;
+  // Transforms `lanes` arrays at once, stored interleaved (lane index fastest)
+  // so every butterfly runs over a contiguous run of lanes.
+  // in: rows x cols x lanes real values; spectrum: rows x spectrum_cols x lanes.
+  void forward(const T* in, std::complex<T>* spectrum, std::complex<T>* scratch, std::int64_t lanes = 1) const;
+  // spectrum (destroyed): half spectra as forward() makes them; out: rows x cols
+  // x lanes real values, rows*cols times the arrays whose spectra they are.
+  void inverse(std::complex<T>* spectrum, T* out, std::complex<T>* scratch, std::int64_t lanes = 1) const;
 
  private:
   std::int64_t rows_, cols_;
