@@ -122,7 +122,7 @@ WarpGroup& BlockScheduler::join_warp_group(WarpState& warp, unsigned lane, const
       // Lanes of one mask meeting at different built-ins: undefined in CUDA.
       const unsigned other_lane = static_cast<unsigned>(__builtin_ctz(group.arrived));
       const ThreadSlot& other = threads_[thread.linear - lane + other_lane];
-      CK_FAIL("warp ", thread.linear / 32, " of block ", block_name(), ": lanes with mask 0x",
+      CK_FAIL("warp ", thread.linear / 32, ": lanes with mask 0x",
               std::hex, group.mask, std::dec, " meet at different built-ins: lane ", other_lane,
               " is in ", describe_wait(other), ", lane ", lane, " calls ",
               warp_op_name(thread.warp_kind), " at ", thread.site.file, ":", thread.site.line);

@@ -287,4 +287,22 @@ TEST(WarpMisuse, CallingLaneMustBeInTheMask) {
   EXPECT_NE(message.find("warp.cu:"), std::string::npos) << message;
 }
 
+TEST(WarpMisuse, SameMaskAtDifferentBuiltinsIsReported) {
+  const std::string message = sim_test::error_message(sim_test_kernels::mixed_warp_builtins);
+  EXPECT_NE(message.find("meet at different built-ins"), std::string::npos) << message;
+  EXPECT_NE(message.find("__shfl_sync"), std::string::npos) << message;
+  EXPECT_NE(message.find("__ballot_sync"), std::string::npos) << message;
+}
+
+TEST(Syncwarp, SameMaskFromDifferentLinesIsOneBarrier) {
+  for (const char* order : sim_test::kSchedules) {
+    convkit::sim::ScopedSchedule schedule(convkit::sim::Schedule::parse(order));
+    std::vector<int> out(32, -1);
+    sim_test_kernels::syncwarp_from_two_sites(out.data());
+    for (unsigned lane = 1; lane < 32; lane += 2) {
+      EXPECT_EQ(out[lane], static_cast<int>(10 * (lane - 1))) << order << ", lane " << lane;
+    }
+  }
+}
+
 }  // namespace

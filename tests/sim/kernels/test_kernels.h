@@ -52,6 +52,11 @@ void active_masks(unsigned* results);
 // lane calling with a mask that leaves it out.
 void shuffle_with_width(int width);
 void shuffle_with_foreign_mask();
+// Even lanes call __shfl_sync, odd lanes __ballot_sync, all with the full mask.
+void mixed_warp_builtins();
+// 32 threads; even lanes call __syncwarp on one line, odd lanes on another, then
+// odd lane l stores what lane l - 1 wrote before the barrier, 10 * (l - 1).
+void syncwarp_from_two_sites(int* out);
 
 // ---- barriers.cu
 // Each thread with exits[i] != 0 returns at once; the rest call

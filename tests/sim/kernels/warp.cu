@@ -62,6 +62,28 @@ __global__ void foreign_mask_kernel(int* out) {
   out[threadIdx.x] = __shfl_sync(~(1u << threadIdx.x), 1, 0);
 }
 
+// Lanes with the same mask at different built-ins: undefined in CUDA.
+__global__ void mixed_builtins_kernel(int* out) {
+  if (threadIdx.x % 2 == 0) {
+    out[threadIdx.x] = __shfl_sync(0xffffffffu, 1, 0);
+  } else {
+    out[threadIdx.x] = static_cast<int>(__ballot_sync(0xffffffffu, 1));
+  }
+}
+
+// __syncwarp from two different lines: fine in CUDA (it is only a barrier), as
+// long as the masks agree. Even lanes publish a value that odd lanes read after.
+__global__ void syncwarp_two_sites_kernel(int* out) {
+  __shared__ int published[32];
+  if (threadIdx.x % 2 == 0) {
+    published[threadIdx.x] = static_cast<int>(threadIdx.x) * 10;
+    __syncwarp();
+  } else {
+    __syncwarp();
+    out[threadIdx.x] = published[threadIdx.x - 1];
+  }
+}
+
 dim3 to_dim3(Dim d) { return dim3(d.x, d.y, d.z); }
 
 }  // namespace
@@ -90,6 +112,15 @@ void shuffle_with_width(int width) {
 void shuffle_with_foreign_mask() {
   int out[32];
   convkit::launch(foreign_mask_kernel, dim3(1), dim3(32), 0, nullptr, out);
+}
+
+void mixed_warp_builtins() {
+  int out[32];
+  convkit::launch(mixed_builtins_kernel, dim3(1), dim3(32), 0, nullptr, out);
+}
+
+void syncwarp_from_two_sites(int* out) {
+  convkit::launch(syncwarp_two_sites_kernel, dim3(1), dim3(32), 0, nullptr, out);
 }
 
 }  // namespace sim_test_kernels
