@@ -111,8 +111,9 @@ void BlockScheduler::reset_block(uint3 block_index) {
     std::reverse(order_.begin(), order_.end());
   } else if (schedule_.order == ScheduleOrder::random) {
     const std::uint64_t block_linear =
-        block_index.x + static_cast<std::uint64_t>(launch_.grid.x) *
-                            (block_index.y + static_cast<std::uint64_t>(launch_.grid.y) * block_index.z);
+        block_index.x +
+        static_cast<std::uint64_t>(launch_.grid.x) *
+            (block_index.y + static_cast<std::uint64_t>(launch_.grid.y) * block_index.z);
     random_state_ = mix64(schedule_.seed ^ mix64(block_linear));
     for (unsigned i = thread_count_; i > 1; --i) {
       std::swap(order_[i - 1], order_[next_random() % i]);
@@ -215,7 +216,8 @@ void BlockScheduler::make_running(ThreadSlot& thread, Fiber& fiber) {
 
 Fiber* BlockScheduler::take_idle_fiber() {
   if (idle_.empty()) {
-    fibers_.push_back(std::make_unique<Fiber>(&BlockScheduler::fiber_entry, this, fiber_stack_bytes()));
+    fibers_.push_back(
+        std::make_unique<Fiber>(&BlockScheduler::fiber_entry, this, fiber_stack_bytes()));
     return fibers_.back().get();
   }
   Fiber* fiber = idle_.back();
@@ -275,7 +277,9 @@ void BlockScheduler::release_block_barrier() {
   // at the same one: threads at two different __syncthreads calls would hang
   // on a GPU (or silently pair up, which is undefined behaviour).
   if (schedule_.order == ScheduleOrder::random) {
-    for (unsigned i = thread_count_; i > 1; --i) std::swap(order_[i - 1], order_[next_random() % i]);
+    for (unsigned i = thread_count_; i > 1; --i) {
+      std::swap(order_[i - 1], order_[next_random() % i]);
+    }
   }
   const ThreadSlot* first = nullptr;
   int count = 0;

@@ -181,7 +181,7 @@ class BlockScheduler {
   std::exception_ptr failure_;
 
   // Fibers of this OS thread.
-  Fiber host_;                  // the OS thread's own stack
+  Fiber host_;  // the OS thread's own stack
   Fiber* running_fiber_ = nullptr;
   ThreadSlot* running_thread_ = nullptr;
   std::vector<std::unique_ptr<Fiber>> fibers_;

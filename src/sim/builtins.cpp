@@ -38,9 +38,7 @@ std::uint64_t warp_op(WarpOpKind kind, unsigned mask, std::uint64_t value, int a
 
 unsigned active_mask() { return running_block("__activemask").active_mask(); }
 
-void trap(const char* file, int line) {
-  CK_FAIL("__trap() called at ", file, ":", line);
-}
+void trap(const char* file, int line) { CK_FAIL("__trap() called at ", file, ":", line); }
 
 }  // namespace detail
 }  // namespace convkit::sim

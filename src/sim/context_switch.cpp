@@ -1,10 +1,9 @@
 // Switching between fibers: an x86-64 assembly switch, with a ucontext fallback
 // for other architectures. See context.h for the interface.
-#include "sim/context.h"
-
 #include <cstdint>
 
 #include "convkit/core/error.h"
+#include "sim/context.h"
 
 #if defined(CONVKIT_SIM_ASM_SWITCH)
 
@@ -81,19 +80,20 @@ void make_context(Context& context, void* stack_low, std::size_t stack_bytes, Co
 
   std::uint16_t x87_control = 0;
   asm volatile("fnstcw %0" : "=m"(x87_control));
-  const std::uint64_t fp_control =
-      static_cast<std::uint64_t>(__builtin_ia32_stmxcsr()) |
-      (static_cast<std::uint64_t>(x87_control) << 32);
+  const std::uint64_t fp_control = static_cast<std::uint64_t>(__builtin_ia32_stmxcsr()) |
+                                   (static_cast<std::uint64_t>(x87_control) << 32);
 
-  *--slot = 0;  // return address of the entry function: the end of every backtrace
-  *--slot = reinterpret_cast<std::uintptr_t>(&convkit_sim_context_start);  // popped by `ret`
-  *--slot = 0;                                           // rbp
-  *--slot = 0;                                           // rbx
-  *--slot = reinterpret_cast<std::uintptr_t>(argument);  // r12
-  *--slot = reinterpret_cast<std::uintptr_t>(entry);     // r13
-  *--slot = 0;                                           // r14
-  *--slot = 0;                                           // r15
-  *--slot = fp_control;  // the new fiber starts with its creator's FP modes
+  // Pushed in the reverse of the order in which the switch pops them.
+  const auto word = [](auto value) { return reinterpret_cast<std::uintptr_t>(value); };
+  *--slot = 0;                                 // return address of `entry`: ends every backtrace
+  *--slot = word(&convkit_sim_context_start);  // where the switch's `ret` goes
+  *--slot = 0;                                 // rbp
+  *--slot = 0;                                 // rbx
+  *--slot = word(argument);                    // r12
+  *--slot = word(entry);                       // r13
+  *--slot = 0;                                 // r14
+  *--slot = 0;                                 // r15
+  *--slot = fp_control;                        // the new fiber starts with its creator's FP modes
   context.stack_pointer = slot;
 }
 
@@ -145,8 +145,8 @@ void make_context(Context& context, void* stack_low, std::size_t stack_bytes, Co
 }
 
 void switch_context(Context& from, const Context& to) {
-  CK_CHECK(swapcontext(&from.state, &to.state) == 0, "sim: swapcontext failed: ",
-           std::strerror(errno));
+  CK_CHECK(swapcontext(&from.state, &to.state) == 0,
+           "sim: swapcontext failed: ", std::strerror(errno));
 }
 
 const char* context_switch_kind() { return "ucontext (swapcontext)"; }

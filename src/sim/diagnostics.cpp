@@ -60,7 +60,8 @@ std::string BlockScheduler::describe_wait(const ThreadSlot& thread) const {
   std::ostringstream os;
   switch (thread.state) {
     case ThreadState::at_block_barrier:
-      os << barrier_name(thread.barrier_kind) << " at " << thread.site.file << ":" << thread.site.line;
+      os << barrier_name(thread.barrier_kind) << " at " << thread.site.file << ":"
+         << thread.site.line;
       break;
     case ThreadState::at_warp_op:
       os << warp_op_name(thread.warp_kind) << " (mask " << hex(thread.warp_mask) << ") at "
@@ -73,7 +74,8 @@ std::string BlockScheduler::describe_wait(const ThreadSlot& thread) const {
   return os.str();
 }
 
-std::string BlockScheduler::describe_divergent_barrier(const ThreadSlot& a, const ThreadSlot& b) const {
+std::string BlockScheduler::describe_divergent_barrier(const ThreadSlot& a,
+                                                       const ThreadSlot& b) const {
   std::ostringstream os;
   os << "sim: divergent barrier in block " << block_name() << ": thread " << thread_name(a)
      << " waits in " << describe_wait(a) << " while thread " << thread_name(b) << " waits in "

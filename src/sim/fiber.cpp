@@ -59,7 +59,9 @@ void current_thread_stack(const void*& low, std::size_t& bytes) {
 void announce_switch(void** fake_stack_save, const void* to_low, std::size_t to_bytes) {
   __sanitizer_start_switch_fiber(fake_stack_save, to_low, to_bytes);
 }
-void finish_switch(void* fake_stack) { __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr); }
+void finish_switch(void* fake_stack) {
+  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+}
 void forget_stack_state(const void* low, std::size_t bytes) {
   // A restarted fiber's old frames left poisoned redzones behind.
   __asan_unpoison_memory_region(low, bytes);
@@ -78,8 +80,8 @@ std::size_t fiber_stack_bytes() {
     if (text == nullptr || *text == '\0') return kDefaultStackBytes;
     char* end = nullptr;
     const unsigned long kib = std::strtoul(text, &end, 10);
-    CK_CHECK(*end == '\0' && kib >= 16 && kib <= 1024 * 1024,
-             "CONVKIT_SIM_STACK_KIB='", text, "': expected a number of KiB from 16 to 1048576");
+    CK_CHECK(*end == '\0' && kib >= 16 && kib <= 1024 * 1024, "CONVKIT_SIM_STACK_KIB='", text,
+             "': expected a number of KiB from 16 to 1048576");
     return static_cast<std::size_t>(kib) * 1024;
   }();
   return bytes;

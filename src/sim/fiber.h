@@ -71,7 +71,7 @@ class Fiber {
   std::unique_ptr<FiberStack> stack_;  // null for the OS thread's own stack
   const void* stack_low_ = nullptr;    // bounds reported to ASan
   std::size_t stack_bytes_ = 0;
-  void* asan_fake_stack_ = nullptr;    // ASan's per-fiber fake stack, saved while suspended
+  void* asan_fake_stack_ = nullptr;  // ASan's per-fiber fake stack, saved while suspended
   ContextEntry entry_ = nullptr;
   void* argument_ = nullptr;
 };

@@ -19,8 +19,9 @@ void check_configuration(const GridLaunch& launch) {
   const dim3 g = launch.grid;
   const dim3 b = launch.block;
   const auto describe = [&] {
-    return convkit::detail::concat("grid (", g.x, ",", g.y, ",", g.z, "), block (", b.x, ",", b.y, ",", b.z,
-                          "), ", launch.dynamic_shared_bytes, " B dynamic shared memory");
+    return convkit::detail::concat("grid (", g.x, ",", g.y, ",", g.z, "), block (", b.x, ",", b.y,
+                                   ",", b.z, "), ", launch.dynamic_shared_bytes,
+                                   " B dynamic shared memory");
   };
   CK_CHECK(launch.body != nullptr, "sim launch without a kernel");
   CK_CHECK(g.x > 0 && g.y > 0 && g.z > 0 && b.x > 0 && b.y > 0 && b.z > 0,

@@ -88,8 +88,8 @@ const char* warp_op_name(WarpOpKind kind) {
   return "warp built-in";
 }
 
-std::uint64_t BlockScheduler::warp_op(WarpOpKind kind, unsigned mask, std::uint64_t operand, int arg,
-                                      int width, SourceSite site) {
+std::uint64_t BlockScheduler::warp_op(WarpOpKind kind, unsigned mask, std::uint64_t operand,
+                                      int arg, int width, SourceSite site) {
   ThreadSlot& thread = *running_thread_;
   const unsigned lane = thread.linear % 32;
   const unsigned warp_index = thread.linear / 32;
@@ -115,17 +115,18 @@ std::uint64_t BlockScheduler::warp_op(WarpOpKind kind, unsigned mask, std::uint6
   return thread.warp_result;
 }
 
-WarpGroup& BlockScheduler::join_warp_group(WarpState& warp, unsigned lane, const ThreadSlot& thread) {
+WarpGroup& BlockScheduler::join_warp_group(WarpState& warp, unsigned lane,
+                                           const ThreadSlot& thread) {
   for (WarpGroup& group : warp.pending) {
     if (group.mask != thread.warp_mask) continue;
     if (group.kind != thread.warp_kind) {
       // Lanes of one mask meeting at different built-ins: undefined in CUDA.
       const unsigned other_lane = static_cast<unsigned>(__builtin_ctz(group.arrived));
       const ThreadSlot& other = threads_[thread.linear - lane + other_lane];
-      CK_FAIL("warp ", thread.linear / 32, ": lanes with mask 0x",
-              std::hex, group.mask, std::dec, " meet at different built-ins: lane ", other_lane,
-              " is in ", describe_wait(other), ", lane ", lane, " calls ",
-              warp_op_name(thread.warp_kind), " at ", thread.site.file, ":", thread.site.line);
+      CK_FAIL("warp ", thread.linear / 32, ": lanes with mask 0x", std::hex, group.mask, std::dec,
+              " meet at different built-ins: lane ", other_lane, " is in ", describe_wait(other),
+              ", lane ", lane, " calls ", warp_op_name(thread.warp_kind), " at ", thread.site.file,
+              ":", thread.site.line);
     }
     return group;
   }
@@ -182,9 +183,7 @@ void BlockScheduler::compute_warp_results(unsigned warp_index, const WarpGroup& 
   };
 
   switch (group.kind) {
-    case WarpOpKind::sync:
-      for_each_lane([&](unsigned l) { lanes[l].warp_result = 0; });
-      break;
+    case WarpOpKind::sync: for_each_lane([&](unsigned l) { lanes[l].warp_result = 0; }); break;
     case WarpOpKind::shfl_idx:
     case WarpOpKind::shfl_up:
     case WarpOpKind::shfl_down:
@@ -209,14 +208,16 @@ void BlockScheduler::compute_warp_results(unsigned warp_index, const WarpGroup& 
     case WarpOpKind::match_any:
       for_each_lane([&](unsigned l) {
         unsigned same = 0;
-        for_each_lane([&](unsigned m) { same |= (lanes[m].operand == lanes[l].operand ? 1u : 0u) << m; });
+        for_each_lane(
+            [&](unsigned m) { same |= (lanes[m].operand == lanes[l].operand ? 1u : 0u) << m; });
         lanes[l].warp_result = same;
       });
       break;
     case WarpOpKind::match_all: {
       bool all_equal = true;
       const unsigned first = static_cast<unsigned>(__builtin_ctz(present));
-      for_each_lane([&](unsigned l) { all_equal = all_equal && lanes[l].operand == lanes[first].operand; });
+      for_each_lane(
+          [&](unsigned l) { all_equal = all_equal && lanes[l].operand == lanes[first].operand; });
       for_each_lane([&](unsigned l) { lanes[l].warp_result = all_equal ? group.mask : 0; });
       break;
     }

@@ -57,7 +57,8 @@ TEST_P(Barrier, PredicateFormsCountAndOrOverThreadsThatHaveNotExited) {
 
 TEST_P(Barrier, DivergentBarrierIsReportedWithBothLines) {
   SourceLines lines;
-  const std::string message = sim_test::error_message([&] { sim_test_kernels::divergent_barrier(&lines); });
+  const std::string message =
+      sim_test::error_message([&] { sim_test_kernels::divergent_barrier(&lines); });
   ASSERT_GT(lines.first, 0);
   ASSERT_GT(lines.second, 0);
   EXPECT_TRUE(contains(message, "divergent barrier")) << message;

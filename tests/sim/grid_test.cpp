@@ -23,17 +23,17 @@ TEST_P(GridShapes, EveryBlockAndThreadRunsExactlyOnce) {
   const struct {
     Dim grid, block;
   } shapes[] = {
-      {{7}, {33}},                 // 1-D, partial last warp
-      {{1000}, {1}},               // many one-thread blocks
-      {{3, 5}, {8, 4}},            // 2-D
-      {{2, 3, 4}, {4, 3, 5}},      // 3-D
-      {{1, 1, 3}, {1, 2, 64}},     // deepest block z allowed
-      {{2}, {1024}},               // the largest block
+      {{7}, {33}},              // 1-D, partial last warp
+      {{1000}, {1}},            // many one-thread blocks
+      {{3, 5}, {8, 4}},         // 2-D
+      {{2, 3, 4}, {4, 3, 5}},   // 3-D
+      {{1, 1, 3}, {1, 2, 64}},  // deepest block z allowed
+      {{2}, {1024}},            // the largest block
   };
   for (const auto& shape : shapes) {
-    SCOPED_TRACE(testing::Message() << "grid " << shape.grid.x << "x" << shape.grid.y << "x"
-                                    << shape.grid.z << ", block " << shape.block.x << "x"
-                                    << shape.block.y << "x" << shape.block.z);
+    SCOPED_TRACE(testing::Message()
+                 << "grid " << shape.grid.x << "x" << shape.grid.y << "x" << shape.grid.z
+                 << ", block " << shape.block.x << "x" << shape.block.y << "x" << shape.block.z);
     std::vector<unsigned> hits(volume(shape.grid) * volume(shape.block), 0);
     int bad = 0;
     sim_test_kernels::record_indices(shape.grid, shape.block, hits.data(), &bad);
@@ -50,18 +50,18 @@ TEST(GridLimits, BadConfigurationsAreRefused) {
     Dim grid, block;
     const char* reason;
   } cases[] = {
-      {{1}, {1025}, "block too large"},
-      {{1}, {32, 32, 2}, "block too large"},
-      {{1}, {1, 1, 65}, "block too large"},
+      {{1}, {1025}, "block too large"},       // more than 1024 threads
+      {{1}, {32, 32, 2}, "block too large"},  // 2048 threads
+      {{1}, {1, 1, 65}, "block too large"},   // blockDim.z > 64
       {{0}, {32}, "empty grid or block"},
       {{1}, {32, 0}, "empty grid or block"},
-      {{1, 65536}, {1}, "grid too large"},
+      {{1, 65536}, {1}, "grid too large"},  // gridDim.y > 65535
   };
   for (const auto& c : cases) {
     unsigned hit = 0;
     int bad = 0;
-    const std::string message =
-        sim_test::error_message([&] { sim_test_kernels::record_indices(c.grid, c.block, &hit, &bad); });
+    const std::string message = sim_test::error_message(
+        [&] { sim_test_kernels::record_indices(c.grid, c.block, &hit, &bad); });
     EXPECT_NE(message.find(c.reason), std::string::npos) << message;
   }
 }

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "convkit/core/error.h"
-
 #include "sim_test_util.h"
 
 namespace {
@@ -30,8 +29,8 @@ TEST(Schedule, RoundTripsThroughText) {
 }
 
 TEST(Schedule, RejectsAnythingElseNamingTheForms) {
-  for (const char* text : {"", "Forward", "random", "random:", "random:x", "random:-1",
-                           "random:1x", "backward"}) {
+  for (const char* text :
+       {"", "Forward", "random", "random:", "random:x", "random:-1", "random:1x", "backward"}) {
     const std::string message = sim_test::error_message([&] { Schedule::parse(text); });
     EXPECT_NE(message.find("forward, reverse or random:SEED"), std::string::npos) << message;
   }
@@ -78,7 +77,8 @@ TEST_F(ScheduleEnvironmentDeathTest, BadValueIsAnErrorNamingTheVariable) {
         }
         std::exit(0);
       },
-      ::testing::ExitedWithCode(3), "CONVKIT_SIM_SCHEDULE.*'sideways'.*forward, reverse or random:SEED");
+      ::testing::ExitedWithCode(3),
+      "CONVKIT_SIM_SCHEDULE.*'sideways'.*forward, reverse or random:SEED");
 }
 
 }  // namespace

@@ -17,7 +17,8 @@ class DynamicShared : public sim_test::WithSchedule {};
 
 TEST_P(DynamicShared, ExactSizePoisonedInEveryBlock) {
   // 300 B holds 75 ints (more than the 64 threads), 40 B only 10; 0 B is legal.
-  for (std::size_t bytes : {std::size_t{300}, std::size_t{40}, std::size_t{0}, std::size_t{48 * 1024}}) {
+  for (std::size_t bytes :
+       {std::size_t{300}, std::size_t{40}, std::size_t{0}, std::size_t{48 * 1024}}) {
     SCOPED_TRACE(testing::Message() << bytes << " bytes");
     constexpr unsigned kBlocks = 50;
     std::vector<SharedProbe> probes(kBlocks);
@@ -37,7 +38,8 @@ INSTANTIATE_TEST_SUITE_P(Schedules, DynamicShared, ::testing::ValuesIn(sim_test:
 TEST(DynamicSharedLimits, MoreThanAGpuOffersIsRefused) {
   std::vector<SharedProbe> probes(1);
   const std::string message = sim_test::error_message([&] {
-    sim_test_kernels::probe_dynamic_shared(1, 32, convkit::sim::kMaxDynamicSharedBytes + 1, probes.data());
+    sim_test_kernels::probe_dynamic_shared(1, 32, convkit::sim::kMaxDynamicSharedBytes + 1,
+                                           probes.data());
   });
   EXPECT_NE(message.find("too much dynamic shared memory"), std::string::npos) << message;
 }

@@ -85,8 +85,9 @@ TEST_P(Shuffle, FullWarpsEveryModeAndWidth) {
   for (int width : {1, 2, 4, 8, 16, 32}) {
     SCOPED_TRACE(testing::Message() << "width " << width);
     // Source lanes from -5 to 39: in range, negative and past the section.
-    expect_shuffles(block, uniform_lanes(64, ShuffleKind::idx, width,
-                                         [](unsigned l) { return static_cast<int>(l * 7 + 3) % 45 - 5; }));
+    expect_shuffles(block, uniform_lanes(64, ShuffleKind::idx, width, [](unsigned l) {
+                      return static_cast<int>(l * 7 + 3) % 45 - 5;
+                    }));
     // Deltas from 0 to 8, some larger than small widths.
     expect_shuffles(block, uniform_lanes(64, ShuffleKind::up, width,
                                          [](unsigned l) { return static_cast<int>(l % 9); }));
@@ -101,9 +102,12 @@ TEST_P(Shuffle, FullWarpsEveryModeAndWidth) {
 TEST_P(Shuffle, UniformDeltasLikeAReduction) {
   for (int delta : {1, 2, 4, 8, 16, 31}) {
     SCOPED_TRACE(testing::Message() << "delta " << delta);
-    expect_shuffles(Dim{32}, uniform_lanes(32, ShuffleKind::down, 32, [=](unsigned) { return delta; }));
-    expect_shuffles(Dim{32}, uniform_lanes(32, ShuffleKind::up, 32, [=](unsigned) { return delta; }));
-    expect_shuffles(Dim{32}, uniform_lanes(32, ShuffleKind::xor_, 32, [=](unsigned) { return delta; }));
+    expect_shuffles(Dim{32},
+                    uniform_lanes(32, ShuffleKind::down, 32, [=](unsigned) { return delta; }));
+    expect_shuffles(Dim{32},
+                    uniform_lanes(32, ShuffleKind::up, 32, [=](unsigned) { return delta; }));
+    expect_shuffles(Dim{32},
+                    uniform_lanes(32, ShuffleKind::xor_, 32, [=](unsigned) { return delta; }));
   }
 }
 
@@ -115,11 +119,14 @@ TEST_P(Shuffle, PartialWarps) {
     SCOPED_TRACE(testing::Message() << "block " << block.x << "x" << block.y << "x" << block.z);
     const unsigned n = thread_count(block);
     for (int width : {4, 32}) {
-      expect_shuffles(block, uniform_lanes(n, ShuffleKind::idx, width,
-                                           [](unsigned l) { return static_cast<int>(l * 3 % 11); }));
-      expect_shuffles(block, uniform_lanes(n, ShuffleKind::down, width, [](unsigned) { return 1; }));
+      expect_shuffles(block, uniform_lanes(n, ShuffleKind::idx, width, [](unsigned l) {
+                        return static_cast<int>(l * 3 % 11);
+                      }));
+      expect_shuffles(block,
+                      uniform_lanes(n, ShuffleKind::down, width, [](unsigned) { return 1; }));
       expect_shuffles(block, uniform_lanes(n, ShuffleKind::up, width, [](unsigned) { return 2; }));
-      expect_shuffles(block, uniform_lanes(n, ShuffleKind::xor_, width, [](unsigned) { return 1; }));
+      expect_shuffles(block,
+                      uniform_lanes(n, ShuffleKind::xor_, width, [](unsigned) { return 1; }));
     }
   }
 }
@@ -233,7 +240,8 @@ TEST_P(Vote, EveryKindOnFullAndPartialWarps) {
                             VoteKind::reduce_max, VoteKind::syncwarp};
   for (VoteKind kind : kinds) {
     for (unsigned n : {32u, 45u, 13u}) {
-      SCOPED_TRACE(testing::Message() << "kind " << static_cast<int>(kind) << ", " << n << " threads");
+      SCOPED_TRACE(testing::Message()
+                   << "kind " << static_cast<int>(kind) << ", " << n << " threads");
       std::vector<VoteLane> lanes(n);
       for (unsigned i = 0; i < n; ++i) {
         lanes[i] = {0xffffffffu, kind, static_cast<int>((i * 37) % 7) - 3};
@@ -275,7 +283,8 @@ TEST(ActiveMask, IsTheCallingLane) {
 
 TEST(WarpMisuse, WidthMustBeAPowerOfTwoUpTo32) {
   for (int width : {0, 3, 12, 64}) {
-    const std::string message = sim_test::error_message([&] { sim_test_kernels::shuffle_with_width(width); });
+    const std::string message =
+        sim_test::error_message([&] { sim_test_kernels::shuffle_with_width(width); });
     EXPECT_NE(message.find("width " + std::to_string(width)), std::string::npos) << message;
   }
   sim_test_kernels::shuffle_with_width(8);  // fine

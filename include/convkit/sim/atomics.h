@@ -19,7 +19,8 @@ inline constexpr int kOrder = __ATOMIC_SEQ_CST;
 template <typename T, typename Update>
 T atomic_update(T* address, Update update) {
   T expected = __atomic_load_n(address, kOrder);
-  while (!__atomic_compare_exchange_n(address, &expected, update(expected), false, kOrder, kOrder)) {
+  while (
+      !__atomic_compare_exchange_n(address, &expected, update(expected), false, kOrder, kOrder)) {
   }
   return expected;
 }
@@ -28,9 +29,8 @@ T atomic_update(T* address, Update update) {
 template <typename Float, typename Bits, typename Update>
 Float atomic_update_float(Float* address, Update update) {
   Bits* bits = reinterpret_cast<Bits*>(address);
-  const Bits old = atomic_update(bits, [&](Bits b) {
-    return std::bit_cast<Bits>(update(std::bit_cast<Float>(b)));
-  });
+  const Bits old = atomic_update(
+      bits, [&](Bits b) { return std::bit_cast<Bits>(update(std::bit_cast<Float>(b))); });
   return std::bit_cast<Float>(old);
 }
 
@@ -44,7 +44,9 @@ T compare_and_swap(T* a, T compare, T val) {
 }  // namespace convkit::sim::detail
 
 // ---- add / sub
-inline int atomicAdd(int* a, int v) { return __atomic_fetch_add(a, v, convkit::sim::detail::kOrder); }
+inline int atomicAdd(int* a, int v) {
+  return __atomic_fetch_add(a, v, convkit::sim::detail::kOrder);
+}
 inline unsigned atomicAdd(unsigned* a, unsigned v) {
   return __atomic_fetch_add(a, v, convkit::sim::detail::kOrder);
 }
@@ -59,13 +61,17 @@ inline double atomicAdd(double* a, double v) {
   return convkit::sim::detail::atomic_update_float<double, std::uint64_t>(
       a, [v](double old) { return old + v; });
 }
-inline int atomicSub(int* a, int v) { return __atomic_fetch_sub(a, v, convkit::sim::detail::kOrder); }
+inline int atomicSub(int* a, int v) {
+  return __atomic_fetch_sub(a, v, convkit::sim::detail::kOrder);
+}
 inline unsigned atomicSub(unsigned* a, unsigned v) {
   return __atomic_fetch_sub(a, v, convkit::sim::detail::kOrder);
 }
 
 // ---- exchange / compare-and-swap
-inline int atomicExch(int* a, int v) { return __atomic_exchange_n(a, v, convkit::sim::detail::kOrder); }
+inline int atomicExch(int* a, int v) {
+  return __atomic_exchange_n(a, v, convkit::sim::detail::kOrder);
+}
 inline unsigned atomicExch(unsigned* a, unsigned v) {
   return __atomic_exchange_n(a, v, convkit::sim::detail::kOrder);
 }
@@ -93,11 +99,11 @@ inline unsigned short atomicCAS(unsigned short* a, unsigned short compare, unsig
 }
 
 // ---- min / max
-#define CK_SIM_ATOMIC_MINMAX(type)                                                      \
-  inline type atomicMin(type* a, type v) {                                              \
+#define CK_SIM_ATOMIC_MINMAX(type)                                                              \
+  inline type atomicMin(type* a, type v) {                                                      \
     return convkit::sim::detail::atomic_update(a, [v](type old) { return v < old ? v : old; }); \
-  }                                                                                     \
-  inline type atomicMax(type* a, type v) {                                              \
+  }                                                                                             \
+  inline type atomicMax(type* a, type v) {                                                      \
     return convkit::sim::detail::atomic_update(a, [v](type old) { return v > old ? v : old; }); \
   }
 CK_SIM_ATOMIC_MINMAX(int)
@@ -110,7 +116,8 @@ CK_SIM_ATOMIC_MINMAX(unsigned long long)
 //   atomicInc: old >= limit ? 0 : old + 1
 //   atomicDec: (old == 0 || old > limit) ? limit : old - 1
 inline unsigned atomicInc(unsigned* a, unsigned limit) {
-  return convkit::sim::detail::atomic_update(a, [limit](unsigned old) { return old >= limit ? 0u : old + 1; });
+  return convkit::sim::detail::atomic_update(
+      a, [limit](unsigned old) { return old >= limit ? 0u : old + 1; });
 }
 inline unsigned atomicDec(unsigned* a, unsigned limit) {
   return convkit::sim::detail::atomic_update(
@@ -118,10 +125,16 @@ inline unsigned atomicDec(unsigned* a, unsigned limit) {
 }
 
 // ---- bitwise
-#define CK_SIM_ATOMIC_BITWISE(type)                                                                  \
-  inline type atomicAnd(type* a, type v) { return __atomic_fetch_and(a, v, convkit::sim::detail::kOrder); } \
-  inline type atomicOr(type* a, type v) { return __atomic_fetch_or(a, v, convkit::sim::detail::kOrder); }   \
-  inline type atomicXor(type* a, type v) { return __atomic_fetch_xor(a, v, convkit::sim::detail::kOrder); }
+#define CK_SIM_ATOMIC_BITWISE(type)                                \
+  inline type atomicAnd(type* a, type v) {                         \
+    return __atomic_fetch_and(a, v, convkit::sim::detail::kOrder); \
+  }                                                                \
+  inline type atomicOr(type* a, type v) {                          \
+    return __atomic_fetch_or(a, v, convkit::sim::detail::kOrder);  \
+  }                                                                \
+  inline type atomicXor(type* a, type v) {                         \
+    return __atomic_fetch_xor(a, v, convkit::sim::detail::kOrder); \
+  }
 CK_SIM_ATOMIC_BITWISE(int)
 CK_SIM_ATOMIC_BITWISE(unsigned)
 CK_SIM_ATOMIC_BITWISE(unsigned long long)

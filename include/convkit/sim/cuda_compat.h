@@ -90,9 +90,6 @@ using convkit::sim::float4;
 using convkit::sim::int2;
 using convkit::sim::int3;
 using convkit::sim::int4;
-using convkit::sim::uint2;
-using convkit::sim::uint3;
-using convkit::sim::uint4;
 using convkit::sim::make_double2;
 using convkit::sim::make_float2;
 using convkit::sim::make_float3;
@@ -103,6 +100,9 @@ using convkit::sim::make_int4;
 using convkit::sim::make_uint2;
 using convkit::sim::make_uint3;
 using convkit::sim::make_uint4;
+using convkit::sim::uint2;
+using convkit::sim::uint3;
+using convkit::sim::uint4;
 
 // The running block's exact-size, 0xFF-poisoned dynamic shared memory.
 #define CK_DYNAMIC_SHARED(T, name) \

@@ -105,9 +105,7 @@ inline unsigned long long __brevll(unsigned long long x) {
   return r;
 }
 // High 32 (or 64) bits of the full product.
-inline int __mulhi(int a, int b) {
-  return static_cast<int>((static_cast<long long>(a) * b) >> 32);
-}
+inline int __mulhi(int a, int b) { return static_cast<int>((static_cast<long long>(a) * b) >> 32); }
 inline unsigned __umulhi(unsigned a, unsigned b) {
   return static_cast<unsigned>((static_cast<unsigned long long>(a) * b) >> 32);
 }

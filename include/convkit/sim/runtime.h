@@ -52,11 +52,23 @@ int block_barrier(BarrierKind kind, int predicate, const char* file, int line);
 // shuffle segment width.
 enum class WarpOpKind {
   sync,
-  shfl_idx, shfl_up, shfl_down, shfl_xor,
-  ballot, any, all,
-  match_any, match_all,
-  reduce_add, reduce_min_signed, reduce_max_signed, reduce_min_unsigned,
-  reduce_max_unsigned, reduce_and, reduce_or, reduce_xor,
+  shfl_idx,
+  shfl_up,
+  shfl_down,
+  shfl_xor,
+  ballot,
+  any,
+  all,
+  match_any,
+  match_all,
+  reduce_add,
+  reduce_min_signed,
+  reduce_max_signed,
+  reduce_min_unsigned,
+  reduce_max_unsigned,
+  reduce_and,
+  reduce_or,
+  reduce_xor,
 };
 std::uint64_t warp_op(WarpOpKind kind, unsigned mask, std::uint64_t value, int arg, int width,
                       const char* file, int line);

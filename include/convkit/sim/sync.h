@@ -28,7 +28,8 @@ inline constexpr bool kShuffleable = std::is_trivially_copyable_v<T> && sizeof(T
 
 template <typename T>
 std::uint64_t to_bits(const T& value) {
-  static_assert(kShuffleable<T>, "warp built-ins carry trivially copyable values of at most 8 bytes");
+  static_assert(kShuffleable<T>,
+                "warp built-ins carry trivially copyable values of at most 8 bytes");
   std::uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
   return bits;
@@ -85,8 +86,8 @@ inline void __syncwarp(unsigned mask = 0xffffffffu, const char* file = __builtin
 inline unsigned __ballot_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(),
                               int line = __builtin_LINE()) {
   using convkit::sim::detail::WarpOpKind;
-  return static_cast<unsigned>(convkit::sim::detail::warp_op(WarpOpKind::ballot, mask,
-                                                             predicate != 0, 0, 32, file, line));
+  return static_cast<unsigned>(
+      convkit::sim::detail::warp_op(WarpOpKind::ballot, mask, predicate != 0, 0, 32, file, line));
 }
 
 inline int __any_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(),
@@ -117,15 +118,16 @@ template <typename T>
 T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize,
               const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   using namespace convkit::sim::detail;
-  return from_bits<T>(warp_op(WarpOpKind::shfl_idx, mask, to_bits(var), srcLane, width, file, line));
+  return from_bits<T>(
+      warp_op(WarpOpKind::shfl_idx, mask, to_bits(var), srcLane, width, file, line));
 }
 
 template <typename T>
 T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = warpSize,
                  const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   using namespace convkit::sim::detail;
-  return from_bits<T>(warp_op(WarpOpKind::shfl_up, mask, to_bits(var), static_cast<int>(delta),
-                              width, file, line));
+  return from_bits<T>(
+      warp_op(WarpOpKind::shfl_up, mask, to_bits(var), static_cast<int>(delta), width, file, line));
 }
 
 template <typename T>
@@ -140,7 +142,8 @@ template <typename T>
 T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize,
                   const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   using namespace convkit::sim::detail;
-  return from_bits<T>(warp_op(WarpOpKind::shfl_xor, mask, to_bits(var), laneMask, width, file, line));
+  return from_bits<T>(
+      warp_op(WarpOpKind::shfl_xor, mask, to_bits(var), laneMask, width, file, line));
 }
 
 // ---- matches (sm_70+): lanes whose values are bit-for-bit equal.
@@ -149,7 +152,8 @@ template <typename T>
 unsigned __match_any_sync(unsigned mask, T value, const char* file = __builtin_FILE(),
                           int line = __builtin_LINE()) {
   using namespace convkit::sim::detail;
-  return static_cast<unsigned>(warp_op(WarpOpKind::match_any, mask, to_bits(value), 0, 32, file, line));
+  return static_cast<unsigned>(
+      warp_op(WarpOpKind::match_any, mask, to_bits(value), 0, 32, file, line));
 }
 
 // Returns `mask` with *pred = 1 when every taking-part lane holds the same
@@ -158,19 +162,20 @@ template <typename T>
 unsigned __match_all_sync(unsigned mask, T value, int* pred, const char* file = __builtin_FILE(),
                           int line = __builtin_LINE()) {
   using namespace convkit::sim::detail;
-  const auto result =
-      static_cast<unsigned>(warp_op(WarpOpKind::match_all, mask, to_bits(value), 0, 32, file, line));
+  const auto result = static_cast<unsigned>(
+      warp_op(WarpOpKind::match_all, mask, to_bits(value), 0, 32, file, line));
   *pred = result != 0;
   return result;
 }
 
 // ---- warp reductions (sm_80+).
 
-#define CK_SIM_WARP_REDUCE(name, type, kind, to_operand)                                      \
-  inline type name(unsigned mask, type value, const char* file = __builtin_FILE(),            \
-                   int line = __builtin_LINE()) {                                              \
-    using namespace convkit::sim::detail;                                                      \
-    return static_cast<type>(warp_op(WarpOpKind::kind, mask, to_operand(value), 0, 32, file, line)); \
+#define CK_SIM_WARP_REDUCE(name, type, kind, to_operand)                           \
+  inline type name(unsigned mask, type value, const char* file = __builtin_FILE(), \
+                   int line = __builtin_LINE()) {                                  \
+    using namespace convkit::sim::detail;                                          \
+    return static_cast<type>(                                                      \
+        warp_op(WarpOpKind::kind, mask, to_operand(value), 0, 32, file, line));    \
   }
 #define CK_SIM_UNSIGNED_OPERAND(v) static_cast<std::uint64_t>(v)
 #define CK_SIM_SIGNED_OPERAND(v) signed_bits(v)

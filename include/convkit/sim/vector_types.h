@@ -25,6 +25,7 @@ struct dim3 {
   constexpr operator uint3() const { return uint3{x, y, z}; }
 };
 
+// clang-format off
 struct alignas(8) int2 { int x, y; };
 struct int3 { int x, y, z; };
 struct alignas(16) int4 { int x, y, z, w; };
@@ -34,6 +35,7 @@ struct alignas(8) float2 { float x, y; };
 struct float3 { float x, y, z; };
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) double2 { double x, y; };
+// clang-format on
 
 constexpr int2 make_int2(int x, int y) { return {x, y}; }
 constexpr int3 make_int3(int x, int y, int z) { return {x, y, z}; }

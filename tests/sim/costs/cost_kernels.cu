@@ -1,7 +1,6 @@
 // Kernels for measure_costs.cpp: each stresses one cost of the sim runtime.
-#include "costs/cost_kernels.h"
-
 #include "convkit/sim/cuda_compat.h"
+#include "costs/cost_kernels.h"
 
 namespace sim_cost_kernels {
 namespace {
@@ -56,7 +55,8 @@ __global__ void reduce_kernel(const float* __restrict__ x, std::size_t n, float*
   __syncthreads();
   if (warp == 0) {
     sum = lane < blockDim.x / 32 ? warp_sums[lane] : 0.0f;
-    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    for (int offset = 16; offset > 0; offset /= 2)
+      sum += __shfl_down_sync(0xffffffffu, sum, offset);
     if (lane == 0) out[blockIdx.x] = sum;
   }
 }
@@ -97,7 +97,8 @@ void empty_threads(unsigned blocks, unsigned threads) {
 }
 
 void sgemm_tiled(const float* a, const float* b, float* c, int n) {
-  convkit::launch(sgemm_kernel, dim3(n / kTile, n / kTile), dim3(kTile, kTile), 0, nullptr, a, b, c, n);
+  convkit::launch(sgemm_kernel, dim3(n / kTile, n / kTile), dim3(kTile, kTile), 0, nullptr, a, b, c,
+                  n);
 }
 
 void reduce_sum(const float* x, std::size_t n, float* partials, float* result) {

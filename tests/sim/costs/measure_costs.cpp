@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
     constexpr int kRounds = 200;
     float sink = 0;
     const double s = best_seconds([&] { sim_cost_kernels::shuffles(kThreads, kRounds, &sink); });
-    std::printf("__shfl_xor_sync: %.1f ns per lane and shuffle\n", s / (double{kThreads} * kRounds) * 1e9);
+    std::printf("__shfl_xor_sync: %.1f ns per lane and shuffle\n",
+                s / (double{kThreads} * kRounds) * 1e9);
   }
   {
     constexpr unsigned kBlocks = 4096, kThreads = 256;
@@ -116,15 +117,18 @@ int main(int argc, char** argv) {
     constexpr int n = 256;
     const std::vector<float> a = random_floats(n * n), b = random_floats(n * n);
     std::vector<float> c(n * n), reference(n * n);
-    const double sim = best_seconds([&] { sim_cost_kernels::sgemm_tiled(a.data(), b.data(), c.data(), n); });
+    const double sim =
+        best_seconds([&] { sim_cost_kernels::sgemm_tiled(a.data(), b.data(), c.data(), n); });
     const double loop = best_seconds([&] { sgemm_loop(a.data(), b.data(), reference.data(), n); });
     double worst = 0;
     for (int i = 0; i < n * n; ++i) worst = std::max(worst, double{std::abs(c[i] - reference[i])});
-    std::printf("SGEMM 256^3, 16x16 tiles (%d barrier arrivals): sim %.1f ms, C++ loop %.1f ms "
-                "(max |difference| %.1e)\n",
-                2 * n * n * (n / 16), sim * 1e3, loop * 1e3, worst);
+    std::printf(
+        "SGEMM 256^3, 16x16 tiles (%d barrier arrivals): sim %.1f ms, C++ loop %.1f ms "
+        "(max |difference| %.1e)\n",
+        2 * n * n * (n / 16), sim * 1e3, loop * 1e3, worst);
     omp_set_num_threads(machine_threads);
-    const double parallel = best_seconds([&] { sim_cost_kernels::sgemm_tiled(a.data(), b.data(), c.data(), n); });
+    const double parallel =
+        best_seconds([&] { sim_cost_kernels::sgemm_tiled(a.data(), b.data(), c.data(), n); });
     omp_set_num_threads(1);
     std::printf("SGEMM 256^3 on %d OS threads: sim %.1f ms\n", machine_threads, parallel * 1e3);
   }
@@ -133,14 +137,17 @@ int main(int argc, char** argv) {
     const std::vector<float> x = random_floats(n);
     std::vector<float> partials(256);
     float sum = 0, loop_sum = 0;
-    const double sim = best_seconds([&] { sim_cost_kernels::reduce_sum(x.data(), n, partials.data(), &sum); });
+    const double sim =
+        best_seconds([&] { sim_cost_kernels::reduce_sum(x.data(), n, partials.data(), &sum); });
     const double loop = best_seconds([&] {
       float s = 0;
       for (float v : x) s += v;
       loop_sum = s;
     });
-    std::printf("sum of 1M floats, shuffle reduction (2 launches): sim %.1f ms, C++ loop %.2f ms "
-                "(sums %.3f and %.3f)\n", sim * 1e3, loop * 1e3, sum, loop_sum);
+    std::printf(
+        "sum of 1M floats, shuffle reduction (2 launches): sim %.1f ms, C++ loop %.2f ms "
+        "(sums %.3f and %.3f)\n",
+        sim * 1e3, loop * 1e3, sum, loop_sum);
   }
   {
     constexpr int kBatch = 128, kChannels = 32, kSize = 32;
@@ -149,11 +156,12 @@ int main(int argc, char** argv) {
     const double sim = best_seconds([&] {
       sim_cost_kernels::im2col_3x3(x.data(), kBatch, kChannels, kSize, kSize, columns.data());
     });
-    const double loop = best_seconds([&] {
-      im2col_loop(x.data(), kBatch, kChannels, kSize, kSize, reference.data());
-    });
-    std::printf("im2col 128x32x32x32, 3x3, pad 1 (%zu threads): sim %.1f ms, C++ loop %.1f ms "
-                "(identical: %s)\n", x.size(), sim * 1e3, loop * 1e3, columns == reference ? "yes" : "NO");
+    const double loop = best_seconds(
+        [&] { im2col_loop(x.data(), kBatch, kChannels, kSize, kSize, reference.data()); });
+    std::printf(
+        "im2col 128x32x32x32, 3x3, pad 1 (%zu threads): sim %.1f ms, C++ loop %.1f ms "
+        "(identical: %s)\n",
+        x.size(), sim * 1e3, loop * 1e3, columns == reference ? "yes" : "NO");
   }
   return 0;
 }

@@ -15,8 +15,8 @@ __device__ unsigned linear_block_index() {
   return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
 }
 
-__global__ void barrier_predicates_kernel(const int* exits, const int* preds, int* counts, int* ands,
-                                          int* ors) {
+__global__ void barrier_predicates_kernel(const int* exits, const int* preds, int* counts,
+                                          int* ands, int* ors) {
   const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
   const unsigned i = linear_block_index() * threads + linear_thread_index();
   if (exits[i]) return;  // exited threads take no part in later barriers
@@ -25,22 +25,26 @@ __global__ void barrier_predicates_kernel(const int* exits, const int* preds, in
   ors[i] = __syncthreads_or(preds[i]);
 }
 
-// Each built-in below shares its line with a statement that records that line,
-// so the tests know which lines the error message must name.
+// Each built-in below follows a statement that records the built-in's line, so
+// the tests know which lines the error message must name.
 __global__ void divergent_barrier_kernel(SourceLines* lines) {
   if (threadIdx.x < 16) {
-    lines->first = __LINE__; __syncthreads();
+    lines->first = __LINE__ + 1;
+    __syncthreads();
   } else {
-    lines->second = __LINE__; __syncthreads();
+    lines->second = __LINE__ + 1;
+    __syncthreads();
   }
 }
 
 __global__ void shuffle_waits_for_barrier_kernel(SourceLines* lines, int* out) {
   int v = static_cast<int>(threadIdx.x);
   if (threadIdx.x < 16) {
-    lines->first = __LINE__; __syncthreads();
+    lines->first = __LINE__ + 1;
+    __syncthreads();
   } else {
-    lines->second = __LINE__; v = __shfl_sync(0xffffffffu, v, 0);
+    lines->second = __LINE__ + 1;
+    v = __shfl_sync(0xffffffffu, v, 0);
   }
   out[threadIdx.x] = v;
 }
@@ -52,9 +56,7 @@ __global__ void trap_kernel() {
 
 __global__ void empty_kernel() {}
 
-__global__ void launching_kernel() {
-  convkit::launch(empty_kernel, dim3(1), dim3(1), 0, nullptr);
-}
+__global__ void launching_kernel() { convkit::launch(empty_kernel, dim3(1), dim3(1), 0, nullptr); }
 
 }  // namespace
 

@@ -18,7 +18,8 @@ __global__ void record_indices_kernel(dim3 expected_grid, dim3 expected_block, u
     atomicExch(bad, 1);
     return;
   }
-  const unsigned long long block = blockIdx.x + gridDim.x * (blockIdx.y + 1ull * gridDim.y * blockIdx.z);
+  const unsigned long long block =
+      blockIdx.x + gridDim.x * (blockIdx.y + 1ull * gridDim.y * blockIdx.z);
   const unsigned thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const unsigned threads_per_block = blockDim.x * blockDim.y * blockDim.z;
   atomicAdd(&hits[block * threads_per_block + thread], 1u);

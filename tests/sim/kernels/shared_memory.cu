@@ -39,7 +39,8 @@ __global__ void probe_kernel(SharedProbe* probes) {
 
 }  // namespace
 
-void probe_dynamic_shared(unsigned blocks, unsigned threads, std::size_t bytes, SharedProbe* probes) {
+void probe_dynamic_shared(unsigned blocks, unsigned threads, std::size_t bytes,
+                          SharedProbe* probes) {
   convkit::launch(probe_kernel, dim3(blocks), dim3(threads), bytes, nullptr, probes);
 }
 

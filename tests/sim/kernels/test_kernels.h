@@ -9,12 +9,14 @@
 
 namespace sim_test_kernels {
 
-struct Dim { unsigned x = 1, y = 1, z = 1; };
+struct Dim {
+  unsigned x = 1, y = 1, z = 1;
+};
 
 // ---- sgemm.cu: C[m][n] = A[m][k] * B[k][n], row-major, 16x16 shared tiles.
 // The two barriers of the tiled loop can be left out at compile time.
 enum class SgemmBarriers {
-  both,            // the correct kernel
+  both,                // the correct kernel
   no_sync_after_load,  // threads read the tile before others finished writing it
   no_sync_after_use,   // threads overwrite the tile while others still read it
 };
@@ -26,11 +28,11 @@ void sgemm_tiled(SgemmBarriers barriers, const float* a, const float* b, float* 
 // single block of `block` threads.
 enum class ShuffleKind { idx, up, down, xor_ };
 struct ShuffleLane {
-  unsigned mask;    // the mask this lane passes
+  unsigned mask;  // the mask this lane passes
   ShuffleKind kind;
-  int arg;          // srcLane, delta or laneMask
+  int arg;  // srcLane, delta or laneMask
   int width;
-  int value;        // the lane's `var`
+  int value;  // the lane's `var`
 };
 void shuffle(Dim block, const ShuffleLane* lanes, int* results);
 // The same with a double operand (8-byte shuffles), value = lanes[i].value + 0.5.
@@ -109,7 +111,8 @@ struct SharedProbe {
   int aligned = 0;
   int sum_ok = 0;
 };
-void probe_dynamic_shared(unsigned blocks, unsigned threads, std::size_t bytes, SharedProbe* probes);
+void probe_dynamic_shared(unsigned blocks, unsigned threads, std::size_t bytes,
+                          SharedProbe* probes);
 
 // ---- grid.cu: every thread adds 1 to hits[global linear index] and sets
 // *bad if it sees an index out of range or blockDim/gridDim differ from the

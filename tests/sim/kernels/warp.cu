@@ -46,7 +46,10 @@ __global__ void vote_kernel(const VoteLane* lanes, long long* results) {
     case VoteKind::reduce_add: r = __reduce_add_sync(lane.mask, lane.value); break;
     case VoteKind::reduce_min: r = __reduce_min_sync(lane.mask, lane.value); break;
     case VoteKind::reduce_max: r = __reduce_max_sync(lane.mask, lane.value); break;
-    case VoteKind::syncwarp: __syncwarp(lane.mask); r = lane.value; break;
+    case VoteKind::syncwarp:
+      __syncwarp(lane.mask);
+      r = lane.value;
+      break;
   }
   results[i] = r;
 }
