@@ -115,9 +115,7 @@ void BlockScheduler::reset_block(uint3 block_index) {
         static_cast<std::uint64_t>(launch_.grid.x) *
             (block_index.y + static_cast<std::uint64_t>(launch_.grid.y) * block_index.z);
     random_state_ = mix64(schedule_.seed ^ mix64(block_linear));
-    for (unsigned i = thread_count_; i > 1; --i) {
-      std::swap(order_[i - 1], order_[next_random() % i]);
-    }
+    shuffle(order_.data(), thread_count_);
   }
 
   // A fresh, exact-size, poisoned buffer per block: 0xFF bytes read as NaN or
@@ -128,9 +126,11 @@ void BlockScheduler::reset_block(uint3 block_index) {
   std::memset(dynamic_shared_.get(), 0xFF, bytes);
 }
 
-std::uint64_t BlockScheduler::next_random() {
-  random_state_ = mix64(random_state_);
-  return random_state_;
+void BlockScheduler::shuffle(unsigned* values, unsigned count) {
+  for (unsigned i = count; i > 1; --i) {
+    random_state_ = mix64(random_state_);
+    std::swap(values[i - 1], values[random_state_ % i]);
+  }
 }
 
 void BlockScheduler::run_block(uint3 block_index) {
@@ -276,11 +276,7 @@ void BlockScheduler::release_block_barrier() {
   // Every thread that has not exited is parked at a barrier. They must all be
   // at the same one: threads at two different __syncthreads calls would hang
   // on a GPU (or silently pair up, which is undefined behaviour).
-  if (schedule_.order == ScheduleOrder::random) {
-    for (unsigned i = thread_count_; i > 1; --i) {
-      std::swap(order_[i - 1], order_[next_random() % i]);
-    }
-  }
+  if (schedule_.order == ScheduleOrder::random) shuffle(order_.data(), thread_count_);
   const ThreadSlot* first = nullptr;
   int count = 0;
   for (unsigned linear : order_) {

@@ -144,7 +144,8 @@ class BlockScheduler {
   // Records the block's first failure; the scheduler then returns to the OS thread.
   void fail(std::exception_ptr error);
   void fail(const std::string& message);
-  std::uint64_t next_random();
+  // Fisher-Yates shuffle of values[0, count) with the block's random stream.
+  void shuffle(unsigned* values, unsigned count);
 
   // -- __syncthreads (block_scheduler.cpp)
   void release_block_barrier();

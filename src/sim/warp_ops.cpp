@@ -164,7 +164,7 @@ void BlockScheduler::complete_group(unsigned warp_index, std::size_t group_index
   if (schedule_.order == ScheduleOrder::reverse) {
     std::reverse(lanes.begin(), lanes.begin() + n);
   } else if (schedule_.order == ScheduleOrder::random) {
-    for (unsigned i = n; i > 1; --i) std::swap(lanes[i - 1], lanes[next_random() % i]);
+    shuffle(lanes.data(), n);
   }
   for (unsigned i = 0; i < n; ++i) {
     ThreadSlot& t = threads_[warp_index * 32 + lanes[i]];
