@@ -29,7 +29,10 @@ TEST(ConvHeuristic, FollowsItsDocumentedRules) {
   EXPECT_EQ(choose_conv_algorithm_heuristic(layer(32, 32, 32, 3)), ConvAlgo::im2col_gemm);
   EXPECT_EQ(choose_conv_algorithm_heuristic(layer(16, 64, 16, 7)), ConvAlgo::fft);
   EXPECT_EQ(choose_conv_algorithm_heuristic(layer(16, 64, 16, 7, 2)), ConvAlgo::im2col_gemm);  // fft needs stride 1
-  EXPECT_EQ(choose_conv_algorithm_heuristic(layer(16, 8, 16, 7)), ConvAlgo::im2col_gemm);      // small output
+  EXPECT_EQ(choose_conv_algorithm_heuristic(layer(16, 8, 16, 5)), ConvAlgo::fft);  // 32 x 8x8 outputs
+  Conv2dDesc one_image = layer(128, 16, 128, 7);
+  one_image.N = 1;  // 256 outputs: the filter transforms would dominate
+  EXPECT_EQ(choose_conv_algorithm_heuristic(one_image), ConvAlgo::im2col_gemm);
 }
 
 TEST(ConvHeuristic, FallsBackToDirectWhenNothingElseFitsTheWorkspaceLimit) {
