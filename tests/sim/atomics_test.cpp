@@ -4,10 +4,13 @@
 #include <omp.h>
 
 #include "kernels/test_kernels.h"
+#include "sim_test_util.h"
 
 namespace {
 
-TEST(Atomics, ExactAcrossConcurrentBlocks) {
+class Atomics : public sim_test::WithSchedule {};
+
+TEST_P(Atomics, ExactAcrossConcurrentBlocks) {
   constexpr unsigned kBlocks = 256, kThreads = 128, kTotal = kBlocks * kThreads;
   for (int repeat = 0; repeat < 3; ++repeat) {
     sim_test_kernels::AtomicTotals totals;
@@ -25,9 +28,12 @@ TEST(Atomics, ExactAcrossConcurrentBlocks) {
 }
 
 // The numbers above only prove atomicity if blocks really overlap in time.
-TEST(Atomics, BlocksRunConcurrentlyOnSeveralOsThreads) {
+TEST_P(Atomics, BlocksRunConcurrentlyOnSeveralOsThreads) {
   if (omp_get_max_threads() < 2) GTEST_SKIP() << "needs OMP_NUM_THREADS >= 2";
   EXPECT_TRUE(sim_test_kernels::blocks_run_concurrently());
 }
+
+INSTANTIATE_TEST_SUITE_P(sim, Atomics, ::testing::ValuesIn(sim_test::kSchedules),
+                         sim_test::schedule_test_name);
 
 }  // namespace

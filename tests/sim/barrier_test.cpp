@@ -77,29 +77,31 @@ TEST_P(Barrier, WarpOpWaitingOnLanesAtABarrierIsADeadlock) {
   EXPECT_TRUE(contains(message, "barriers.cu:" + std::to_string(lines.second))) << message;
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, Barrier, ::testing::ValuesIn(sim_test::kSchedules),
+INSTANTIATE_TEST_SUITE_P(sim, Barrier, ::testing::ValuesIn(sim_test::kSchedules),
                          sim_test::schedule_test_name);
 
-TEST(KernelErrors, TrapNamesTheBlockAndThread) {
+class KernelErrors : public sim_test::WithSchedule {};
+
+TEST_P(KernelErrors, TrapNamesTheBlockAndThread) {
   const std::string message = sim_test::error_message(sim_test_kernels::trap_in_one_thread);
   EXPECT_TRUE(contains(message, "block (1,0,0)")) << message;
   EXPECT_TRUE(contains(message, "thread (3,0,0)")) << message;
   EXPECT_TRUE(contains(message, "__trap() called at ")) << message;
 }
 
-TEST(KernelErrors, LaunchFromAKernelIsRefused) {
+TEST_P(KernelErrors, LaunchFromAKernelIsRefused) {
   const std::string message = sim_test::error_message(sim_test_kernels::launch_from_kernel);
   EXPECT_TRUE(contains(message, "dynamic parallelism")) << message;
 }
 
-TEST(KernelErrors, BuiltinOutsideAKernelIsRefused) {
+TEST_P(KernelErrors, BuiltinOutsideAKernelIsRefused) {
   const std::string message = sim_test::error_message(sim_test_kernels::syncthreads_outside_kernel);
   EXPECT_TRUE(contains(message, "outside a kernel")) << message;
 }
 
 // A failed block leaves fibers parked mid-kernel; they must be recycled so the
 // next launches run normally.
-TEST(KernelErrors, LaunchesAfterAFailureWork) {
+TEST_P(KernelErrors, LaunchesAfterAFailureWork) {
   for (int round = 0; round < 3; ++round) {
     SourceLines lines;
     sim_test::error_message([&] { sim_test_kernels::shuffle_waits_for_barrier(&lines); });
@@ -110,5 +112,8 @@ TEST(KernelErrors, LaunchesAfterAFailureWork) {
     for (int c : counts) EXPECT_EQ(c, 96);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(sim, KernelErrors, ::testing::ValuesIn(sim_test::kSchedules),
+                         sim_test::schedule_test_name);
 
 }  // namespace

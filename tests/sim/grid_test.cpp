@@ -1,13 +1,11 @@
 // Launch geometry: each (blockIdx, threadIdx) of 1-D, 2-D and 3-D launches runs
-// exactly once; bad configurations are refused; the schedule order is visible.
+// exactly once, and bad configurations are refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <numeric>
 #include <string>
 #include <vector>
 
-#include "convkit/sim/schedule.h"
 #include "kernels/test_kernels.h"
 #include "sim_test_util.h"
 
@@ -17,9 +15,9 @@ using sim_test_kernels::Dim;
 
 unsigned volume(Dim d) { return d.x * d.y * d.z; }
 
-class GridShapes : public sim_test::WithSchedule {};
+class Grid : public sim_test::WithSchedule {};
 
-TEST_P(GridShapes, EveryBlockAndThreadRunsExactlyOnce) {
+TEST_P(Grid, EveryBlockAndThreadRunsExactlyOnce) {
   const struct {
     Dim grid, block;
   } shapes[] = {
@@ -42,10 +40,7 @@ TEST_P(GridShapes, EveryBlockAndThreadRunsExactlyOnce) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, GridShapes, ::testing::ValuesIn(sim_test::kSchedules),
-                         sim_test::schedule_test_name);
-
-TEST(GridLimits, BadConfigurationsAreRefused) {
+TEST_P(Grid, BadConfigurationsAreRefused) {
   const struct {
     Dim grid, block;
     const char* reason;
@@ -53,8 +48,7 @@ TEST(GridLimits, BadConfigurationsAreRefused) {
       {{1}, {1025}, "block too large"},       // more than 1024 threads
       {{1}, {32, 32, 2}, "block too large"},  // 2048 threads
       {{1}, {1, 1, 65}, "block too large"},   // blockDim.z > 64
-      {{0}, {32}, "empty grid or block"},
-      {{1}, {32, 0}, "empty grid or block"},
+      {{0}, {32}, "empty grid or block"},    {{1}, {32, 0}, "empty grid or block"},
       {{1, 65536}, {1}, "grid too large"},  // gridDim.y > 65535
   };
   for (const auto& c : cases) {
@@ -66,50 +60,7 @@ TEST(GridLimits, BadConfigurationsAreRefused) {
   }
 }
 
-std::vector<unsigned> iota(unsigned n) {
-  std::vector<unsigned> v(n);
-  std::iota(v.begin(), v.end(), 0u);
-  return v;
-}
-
-TEST(ScheduleOrder, ForwardAndReverseRunThreadsInIndexOrder) {
-  constexpr unsigned n = 64;
-  std::vector<unsigned> before(n), after(n);
-  {
-    convkit::sim::ScopedSchedule s(convkit::sim::Schedule::parse("forward"));
-    sim_test_kernels::record_order(n, before.data(), after.data());
-    EXPECT_EQ(before, iota(n));
-    EXPECT_EQ(after, iota(n));
-  }
-  {
-    convkit::sim::ScopedSchedule s(convkit::sim::Schedule::parse("reverse"));
-    sim_test_kernels::record_order(n, before.data(), after.data());
-    std::vector<unsigned> descending = iota(n);
-    std::reverse(descending.begin(), descending.end());
-    EXPECT_EQ(before, descending);
-    EXPECT_EQ(after, descending);
-  }
-}
-
-TEST(ScheduleOrder, RandomIsAPermutationThatRepeatsForASeed) {
-  constexpr unsigned n = 64;
-  std::vector<unsigned> before(n), after(n), again_before(n), again_after(n), other(n), unused(n);
-  {
-    convkit::sim::ScopedSchedule s(convkit::sim::Schedule::parse("random:7"));
-    sim_test_kernels::record_order(n, before.data(), after.data());
-    sim_test_kernels::record_order(n, again_before.data(), again_after.data());
-  }
-  {
-    convkit::sim::ScopedSchedule s(convkit::sim::Schedule::parse("random:8"));
-    sim_test_kernels::record_order(n, other.data(), unused.data());
-  }
-  EXPECT_TRUE(std::is_permutation(before.begin(), before.end(), iota(n).begin()));
-  EXPECT_TRUE(std::is_permutation(after.begin(), after.end(), iota(n).begin()));
-  EXPECT_NE(before, iota(n));
-  EXPECT_NE(after, before);  // reshuffled at the barrier
-  EXPECT_EQ(before, again_before);
-  EXPECT_EQ(after, again_after);
-  EXPECT_NE(before, other);
-}
+INSTANTIATE_TEST_SUITE_P(sim, Grid, ::testing::ValuesIn(sim_test::kSchedules),
+                         sim_test::schedule_test_name);
 
 }  // namespace

@@ -73,7 +73,7 @@ TEST_P(Sgemm, WithoutBarrierAfterUseResultsAreWrong) {
   EXPECT_GT(sgemm_error(SgemmBarriers::no_sync_after_use, 64, 64, 64), 0.1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, Sgemm, ::testing::ValuesIn(sim_test::kSchedules),
+INSTANTIATE_TEST_SUITE_P(sim, Sgemm, ::testing::ValuesIn(sim_test::kSchedules),
                          sim_test::schedule_test_name);
 
 }  // namespace

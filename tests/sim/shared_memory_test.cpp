@@ -32,10 +32,7 @@ TEST_P(DynamicShared, ExactSizePoisonedInEveryBlock) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, DynamicShared, ::testing::ValuesIn(sim_test::kSchedules),
-                         sim_test::schedule_test_name);
-
-TEST(DynamicSharedLimits, MoreThanAGpuOffersIsRefused) {
+TEST_P(DynamicShared, MoreThanAGpuOffersIsRefused) {
   std::vector<SharedProbe> probes(1);
   const std::string message = sim_test::error_message([&] {
     sim_test_kernels::probe_dynamic_shared(1, 32, convkit::sim::kMaxDynamicSharedBytes + 1,
@@ -43,5 +40,8 @@ TEST(DynamicSharedLimits, MoreThanAGpuOffersIsRefused) {
   });
   EXPECT_NE(message.find("too much dynamic shared memory"), std::string::npos) << message;
 }
+
+INSTANTIATE_TEST_SUITE_P(sim, DynamicShared, ::testing::ValuesIn(sim_test::kSchedules),
+                         sim_test::schedule_test_name);
 
 }  // namespace

@@ -1,5 +1,9 @@
 #pragma once
 // Small helpers shared by the sim tests.
+//
+// Every sim test is parameterized and instantiated with the prefix "sim", so
+// its full name reads sim/Suite.Test/parameter and `ctest -R sim` selects them
+// all. Tests that launch kernels run under each schedule in kSchedules.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -15,7 +19,7 @@ namespace sim_test {
 // runtime alone and do not use tests/support, which pulls in the whole library.)
 constexpr std::uint64_t kSeed = 20261122;
 
-// The schedules every schedule-dependent test runs under.
+// The schedules every test that launches kernels runs under.
 inline const char* const kSchedules[] = {"forward", "reverse", "random:1", "random:20261122"};
 
 // "random:1" -> "random_1": gtest parameter names allow only [A-Za-z0-9_].

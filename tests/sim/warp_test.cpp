@@ -181,7 +181,7 @@ TEST_P(Shuffle, EightByteValues) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, Shuffle, ::testing::ValuesIn(sim_test::kSchedules),
+INSTANTIATE_TEST_SUITE_P(sim, Shuffle, ::testing::ValuesIn(sim_test::kSchedules),
                          sim_test::schedule_test_name);
 
 // ---- votes, matches, reductions
@@ -270,18 +270,20 @@ TEST_P(Vote, DivergentGroupsWithDifferentMasksAndKinds) {
   expect_votes(Dim{32}, lanes);
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, Vote, ::testing::ValuesIn(sim_test::kSchedules),
+INSTANTIATE_TEST_SUITE_P(sim, Vote, ::testing::ValuesIn(sim_test::kSchedules),
                          sim_test::schedule_test_name);
+
+class WarpBuiltins : public sim_test::WithSchedule {};
 
 // CUDA only promises that the caller is in __activemask(); the sim returns
 // exactly that, so code never waits for a lane that is not coming.
-TEST(ActiveMask, IsTheCallingLane) {
+TEST_P(WarpBuiltins, ActiveMaskIsTheCallingLane) {
   std::vector<unsigned> got(32);
   sim_test_kernels::active_masks(got.data());
   for (unsigned lane = 0; lane < 32; ++lane) EXPECT_EQ(got[lane], 1u << lane);
 }
 
-TEST(WarpMisuse, WidthMustBeAPowerOfTwoUpTo32) {
+TEST_P(WarpBuiltins, WidthMustBeAPowerOfTwoUpTo32) {
   for (int width : {0, 3, 12, 64}) {
     const std::string message =
         sim_test::error_message([&] { sim_test_kernels::shuffle_with_width(width); });
@@ -290,28 +292,28 @@ TEST(WarpMisuse, WidthMustBeAPowerOfTwoUpTo32) {
   sim_test_kernels::shuffle_with_width(8);  // fine
 }
 
-TEST(WarpMisuse, CallingLaneMustBeInTheMask) {
+TEST_P(WarpBuiltins, CallingLaneMustBeInTheMask) {
   const std::string message = sim_test::error_message(sim_test_kernels::shuffle_with_foreign_mask);
   EXPECT_NE(message.find("is not in the mask"), std::string::npos) << message;
   EXPECT_NE(message.find("warp.cu:"), std::string::npos) << message;
 }
 
-TEST(WarpMisuse, SameMaskAtDifferentBuiltinsIsReported) {
+TEST_P(WarpBuiltins, SameMaskAtDifferentBuiltinsIsReported) {
   const std::string message = sim_test::error_message(sim_test_kernels::mixed_warp_builtins);
   EXPECT_NE(message.find("meet at different built-ins"), std::string::npos) << message;
   EXPECT_NE(message.find("__shfl_sync"), std::string::npos) << message;
   EXPECT_NE(message.find("__ballot_sync"), std::string::npos) << message;
 }
 
-TEST(Syncwarp, SameMaskFromDifferentLinesIsOneBarrier) {
-  for (const char* order : sim_test::kSchedules) {
-    convkit::sim::ScopedSchedule schedule(convkit::sim::Schedule::parse(order));
-    std::vector<int> out(32, -1);
-    sim_test_kernels::syncwarp_from_two_sites(out.data());
-    for (unsigned lane = 1; lane < 32; lane += 2) {
-      EXPECT_EQ(out[lane], static_cast<int>(10 * (lane - 1))) << order << ", lane " << lane;
-    }
+TEST_P(WarpBuiltins, SyncwarpWithOneMaskFromTwoLinesIsOneBarrier) {
+  std::vector<int> out(32, -1);
+  sim_test_kernels::syncwarp_from_two_sites(out.data());
+  for (unsigned lane = 1; lane < 32; lane += 2) {
+    EXPECT_EQ(out[lane], static_cast<int>(10 * (lane - 1))) << "lane " << lane;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(sim, WarpBuiltins, ::testing::ValuesIn(sim_test::kSchedules),
+                         sim_test::schedule_test_name);
 
 }  // namespace
