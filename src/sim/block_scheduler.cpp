@@ -218,6 +218,9 @@ Fiber* BlockScheduler::take_idle_fiber() {
   if (idle_.empty()) {
     fibers_.push_back(
         std::make_unique<Fiber>(&BlockScheduler::fiber_entry, this, fiber_stack_bytes()));
+    // Room for every fiber in the idle list, so that a fiber retiring itself
+    // (fiber_loop) never allocates: it has nowhere to report a failure.
+    idle_.reserve(fibers_.size());
     return fibers_.back().get();
   }
   Fiber* fiber = idle_.back();
@@ -241,7 +244,11 @@ Fiber* BlockScheduler::choose_next() {
         fail(std::current_exception());
       }
     } else if (exited_count_ < thread_count_) {
-      fail(describe_deadlock());
+      try {
+        fail(describe_deadlock());
+      } catch (...) {  // no memory for the message
+        fail(std::current_exception());
+      }
     }
   }
   // The block is over, or failed: back to the OS thread's own stack.
