@@ -80,6 +80,7 @@ void CIFAR10::load(const std::vector<std::string>& files) {
       file.fail(n - n % kRecordBytes, "truncated: ", n, " bytes is not a whole number of ",
                 kRecordBytes, "-byte records; the last record is incomplete, starting");
     }
+    pixels_.reserve(pixels_.size() + n / kRecordBytes * kPixels);
     for (std::size_t at = 0; at < n; at += kRecordBytes) {
       const std::uint8_t label = file.bytes[at];
       if (label > 9) file.fail(at, "label ", int{label}, " is not a CIFAR-10 class (0..9)");

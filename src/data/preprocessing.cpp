@@ -142,7 +142,12 @@ Tensor Preprocessing::apply(const Tensor& images) const {
            images.dtype(), " of shape ", images.shape());
   const Device device = images.device();
   const Tensor host = images.to(kCPU).to(DType::float32).contiguous();
-  if (host.dim() == 3) return apply_values(apply_geometry(host)).to(device);
+  if (host.dim() == 3) {
+    Tensor out = apply_values(apply_geometry(host));
+    // Identity steps hand back their input: never alias the caller's tensor.
+    if (out.storage() == images.storage()) out = out.clone();
+    return out.to(device);
+  }
   const std::int64_t n = host.size(0);
   const Shape one = output_shape(Shape{host.size(1), host.size(2), host.size(3)});
   Tensor out = Tensor::empty(Shape{n, one[0], one[1], one[2]}, TensorOptions(DType::float32));

@@ -70,6 +70,9 @@ TEST(Preprocessing, AppliesResizeRescaleNormalizeInOrder) {
   gray.channels(1);
   EXPECT_EQ(gray.apply(ones({3, 2, 2})).shape(), (Shape{1, 2, 2}));
   EXPECT_ERROR_MENTIONS(p.apply(ones({2, 2})), "Preprocessing::apply", "[2, 2]");
+  // Identity still returns a new tensor, never a view of the caller's.
+  const Tensor raw = ones({1, 2, 2});
+  EXPECT_FALSE(Preprocessing::identity().apply(raw).storage() == raw.storage());
   EXPECT_ERROR_MENTIONS(Preprocessing::identity().normalize({1, 2}, {1, 2, 3}), "2 means", "3 stds");
 }
 

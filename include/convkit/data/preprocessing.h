@@ -44,7 +44,8 @@ class Preprocessing {
   Interpolation interpolation() const { return interpolation_; }
 
   // Raw images (0..255), [C, H, W] or [N, C, H, W], any device and float
-  // dtype: every step, on the host; the result is float32 on the input's device.
+  // dtype: every step, on the host; the result is a new float32 tensor on the
+  // input's device.
   Tensor apply(const Tensor& images) const;
   // The two halves the DataLoader calls around augmentation, on one cpu image [C, H, W].
   Tensor apply_geometry(const Tensor& image) const;  // channels, resize
