@@ -15,8 +15,9 @@
 // handles images i, i+lanes, i+2*lanes, ...; lanes run in parallel, each GEMM
 // single-threaded. The lane count is fixed by the descriptor (at most
 // kMaxLanes, fewer when desc.workspace_limit demands), never by the thread
-// count, so workspace_bytes() is a pure function of the descriptor and results
-// do not depend on how many threads run. Backward-weights gives every lane but
+// count, so workspace_bytes() is a pure function of the descriptor, and which
+// images backward-weights sums together, in which order, does not depend on
+// how many threads run. Backward-weights gives every lane but
 // the first its own dw accumulator (lane 0 accumulates in dw itself) and adds
 // them up in lane order at the end.
 #include <Eigen/Core>
