@@ -12,7 +12,6 @@
 //   #include "convkit/sim/cuda_compat.h"
 //   namespace convkit::CK_GPU_NS {
 //   __global__ void scale(float* x, float a, int n) {
-//     CK_DYNAMIC_SHARED(float, scratch);             // extern __shared__ float scratch[]
 //     const int i = blockIdx.x * blockDim.x + threadIdx.x;
 //     if (i < n) x[i] *= a;
 //   }
@@ -22,7 +21,8 @@
 //   }
 //
 // Never write <<<>>> or `extern __shared__` in a kernel file; use launch() and
-// CK_DYNAMIC_SHARED. Use CONVKIT_SIM_KERNEL (not __CUDA_ARCH__) to tell the
+// CK_DYNAMIC_SHARED(float, smem), which declares `float* const smem` pointing at
+// the block's dynamic shared memory. Use CONVKIT_SIM_KERNEL (not __CUDA_ARCH__) to tell the
 // emulator build apart; __CUDA_ARCH__ stays undefined under g++.
 #include <cstddef>
 #include <utility>
