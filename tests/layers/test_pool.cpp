@@ -77,6 +77,22 @@ std::vector<PoolCase> pool_cases() {
   };
 }
 
+// Random valid configurations on top of the fixed ones: sizes 1..9, kernels
+// 1..4 (non-square), strides 1..3, padding up to half the kernel, either ceil mode.
+std::vector<PoolCase> random_pool_cases(std::mt19937_64& rng, int count) {
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  std::vector<PoolCase> out;
+  while (static_cast<int>(out.size()) < count) {
+    PoolCase c{{pick(1, 3), pick(1, 3), pick(1, 9), pick(1, 9)}, pick(1, 4), pick(1, 4), pick(1, 3), pick(1, 3), 0, 0,
+               pick(0, 1) == 1};
+    c.ph = pick(0, c.kh / 2);
+    c.pw = pick(0, c.kw / 2);
+    if (ref_out(c.shape[2], c.kh, c.sh, c.ph, c.ceil) >= 1 && ref_out(c.shape[3], c.kw, c.sw, c.pw, c.ceil) >= 1)
+      out.push_back(c);
+  }
+  return out;
+}
+
 class Pool : public ::testing::TestWithParam<Device> {};
 
 TEST_P(Pool, OutputSizeFollowsPyTorchCeilRule) {
@@ -110,6 +126,25 @@ TEST_P(Pool, ForwardMatchesFloat64Reference) {
               << c.shape << " k" << c.kh << "x" << c.kw << " s" << c.sh << "x" << c.sw << " p" << c.ph
               << "x" << c.pw << " ceil " << c.ceil << " include_pad " << include_pad;
         }
+      }
+    }
+  }
+}
+
+TEST_P(Pool, RandomConfigurationsMatchReference) {
+  std::mt19937_64 rng(testing::kSeed + 104);
+  for (const auto& c : random_pool_cases(rng, 40)) {
+    for (DType dt : {DType::float32, DType::float64}) {
+      const Tensor x = random_tensor(c.shape, rng, opts(dt, GetParam()), -2, 2);
+      const auto xv = x.to_vector<double>();
+      for (bool include_pad : {true, false}) {
+        const RefPool r = ref_pool(xv, c, include_pad);
+        const Tensor mx = max_pool2d(testing::noncontiguous(x), params_of(c, include_pad));
+        const Tensor av = avg_pool2d(x, params_of(c, include_pad));
+        ASSERT_EQ(mx.shape(), r.shape) << c.shape << " k" << c.kh << "x" << c.kw << " s" << c.sh << "x" << c.sw
+                                       << " p" << c.ph << "x" << c.pw << " ceil " << c.ceil;
+        EXPECT_TRUE(all_close(mx, r.max, 0, 0)) << c.shape;
+        EXPECT_TRUE(all_close(av, r.avg, testing::tol_for(dt), testing::tol_for(dt))) << c.shape;
       }
     }
   }
