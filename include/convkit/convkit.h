@@ -18,6 +18,7 @@
 #include "convkit/ops/linalg.h"
 #include "convkit/ops/reduce.h"
 #include "convkit/ops/conv.h"
+#include "convkit/ops/conv_algo.h"
 #include "convkit/ops/pool.h"
 #include "convkit/ops/nn_functional.h"
 #include "convkit/nn/state_dict.h"

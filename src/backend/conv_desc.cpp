@@ -26,6 +26,15 @@ constexpr std::array<AlgoName, 5> kAlgoNames{{
 
 }  // namespace
 
+std::string_view conv_pass_name(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::forward: return "forward";
+    case ConvPass::backward_data: return "backward_data";
+    case ConvPass::backward_weights: return "backward_weights";
+  }
+  return "unknown pass";
+}
+
 std::string_view conv_algo_name(ConvAlgo a) {
   for (const auto& entry : kAlgoNames) {
     if (entry.algo == a) return entry.name;

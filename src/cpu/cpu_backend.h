@@ -53,6 +53,18 @@ class CpuBackend final : public Backend {
   void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                               const Tensor& grad_loss, double label_smoothing,
                               const Tensor& grad_logits) override;
+
+  Support conv2d_supports(ConvAlgo algo, const Conv2dDesc& desc) override;
+  std::size_t conv2d_workspace_bytes(ConvAlgo algo, const Conv2dDesc& desc, DType dtype,
+                                     ConvPass pass) override;
+  ConvAlgo conv2d_heuristic(const Conv2dDesc& desc, DType dtype) override;
+  void conv2d_forward(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
+                      const Tensor& b, const Tensor& y, const Tensor& workspace) override;
+  void conv2d_backward_data(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& dy,
+                            const Tensor& w, const Tensor& dx, const Tensor& workspace) override;
+  void conv2d_backward_weights(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x,
+                               const Tensor& dy, const Tensor& dw, const Tensor& db,
+                               const Tensor& workspace) override;
 };
 
 CpuBackend& cpu_backend();

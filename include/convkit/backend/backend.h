@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "convkit/backend/conv_desc.h"
 #include "convkit/core/tensor.h"
 
 namespace convkit {
@@ -154,6 +155,25 @@ class Backend {
   virtual void cross_entropy_backward(const Tensor& logits, const Tensor& targets,
                                       const Tensor& lse, const Tensor& grad_loss,
                                       double label_smoothing, const Tensor& grad_logits) = 0;
+
+  // ---- convolution (convkit/ops/conv.h; one page per algorithm in
+  // docs/algorithms/). x, w, y, dy, dx, dw are contiguous and laid out as in
+  // Conv2dDesc; `algo` is never automatic; b and db may be undefined (no bias);
+  // `workspace` holds at least conv2d_workspace_bytes(...) bytes and is
+  // undefined when that is 0. Outputs are overwritten.
+  virtual Support conv2d_supports(ConvAlgo algo, const Conv2dDesc& desc) = 0;
+  virtual std::size_t conv2d_workspace_bytes(ConvAlgo algo, const Conv2dDesc& desc, DType dtype,
+                                             ConvPass pass) = 0;
+  // The backend's documented choice for ConvAlgo::automatic (no timing).
+  virtual ConvAlgo conv2d_heuristic(const Conv2dDesc& desc, DType dtype) = 0;
+  virtual void conv2d_forward(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x,
+                              const Tensor& w, const Tensor& b, const Tensor& y,
+                              const Tensor& workspace) = 0;
+  virtual void conv2d_backward_data(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& dy,
+                                    const Tensor& w, const Tensor& dx, const Tensor& workspace) = 0;
+  virtual void conv2d_backward_weights(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x,
+                                       const Tensor& dy, const Tensor& dw, const Tensor& db,
+                                       const Tensor& workspace) = 0;
 };
 
 // The backend that owns `device`'s memory. Throws Error naming the device and

@@ -13,6 +13,10 @@ namespace convkit {
 enum class ConvAlgo { automatic, direct, im2col_gemm, fft, winograd };
 
 std::string_view conv_algo_name(ConvAlgo a);
+
+// The three passes of a convolution; workspace needs differ between them.
+enum class ConvPass { forward, backward_data, backward_weights };
+std::string_view conv_pass_name(ConvPass pass);
 // Parses "automatic", "direct", "im2col_gemm", "fft", "winograd"; throws Error otherwise.
 ConvAlgo parse_conv_algo(std::string_view text);
 

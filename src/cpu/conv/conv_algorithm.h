@@ -15,11 +15,6 @@
 
 namespace convkit::cpu {
 
-// The three passes of a convolution; workspace needs differ between them.
-enum class ConvPass { forward, backward_data, backward_weights };
-
-std::string_view conv_pass_name(ConvPass pass);
-
 class ConvAlgorithm {
  public:
   virtual ~ConvAlgorithm() = default;

@@ -5,15 +5,6 @@
 
 namespace convkit::cpu {
 
-std::string_view conv_pass_name(ConvPass pass) {
-  switch (pass) {
-    case ConvPass::forward: return "forward";
-    case ConvPass::backward_data: return "backward_data";
-    case ConvPass::backward_weights: return "backward_weights";
-  }
-  return "unknown pass";
-}
-
 std::string conv_op_name(ConvAlgo algo, ConvPass pass) {
   return detail::concat("conv2d ", conv_pass_name(pass), " (cpu, ", conv_algo_name(algo), ")");
 }
