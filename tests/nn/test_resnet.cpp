@@ -1,0 +1,82 @@
+// BasicBlock and ResNet-18 (CIFAR variant): structure, parameter count,
+// names, the residual wiring, and a training-mode forward/backward.
+#include "support/support.h"
+
+namespace convkit {
+namespace {
+
+using testing::all_close;
+using testing::random_tensor;
+
+TEST(ResNet, Resnet18CifarHasTheKnownParameterCountAndNames) {
+  auto net = nn::resnet18_cifar(10);
+  EXPECT_EQ(net->parameter_count(), 11173962);
+  EXPECT_EQ(nn::resnet18_cifar(100)->parameter_count(), 11173962 + 90 * 512 + 90);
+  const StateDict state = net->state_dict();
+  for (const char* name : {"conv1.weight", "bn1.running_mean", "layer1.0.conv1.weight", "layer1.1.bn2.bias",
+                           "layer2.0.downsample.0.weight", "layer2.0.downsample.1.running_var",
+                           "layer4.1.bn2.num_batches_tracked", "fc.weight", "fc.bias"})
+    EXPECT_TRUE(find_tensor(state, name).defined()) << name;
+  EXPECT_FALSE(find_tensor(state, "layer1.0.downsample.0.weight").defined());  // identity shortcut
+  EXPECT_FALSE(find_tensor(state, "conv1.bias").defined());                    // convs before BN have no bias
+  EXPECT_EQ(find_tensor(state, "layer3.0.conv1.weight").shape(), (Shape{256, 128, 3, 3}));
+  EXPECT_EQ(find_tensor(state, "fc.weight").shape(), (Shape{10, 512}));
+  // 20 convs / BNs / 1 linear: 62 parameter tensors (conv 20 + BN 2*20 + fc 2).
+  EXPECT_EQ(net->parameters().size(), 62u);
+  EXPECT_EQ(net->named_children()[3].first, "layer1");
+  EXPECT_THROW(nn::resnet18_cifar(0), Error);
+}
+
+class ResNetOnDevice : public ::testing::TestWithParam<Device> {};
+
+TEST_P(ResNetOnDevice, BasicBlockAddsTheShortcut) {
+  std::mt19937_64 rng(testing::kSeed + 60);
+  const TensorOptions o = TensorOptions().device(GetParam());
+  // With bn2's scale and shift at zero the residual branch is zero, so the
+  // block computes relu(shortcut(x)).
+  nn::BasicBlock same(8, 8, 1);
+  same.to(GetParam());
+  EXPECT_EQ(same.downsample, nullptr);
+  nn::init::zeros_(same.bn2->weight);
+  nn::init::zeros_(same.bn2->bias);
+  const Tensor x = random_tensor({2, 8, 6, 6}, rng, o);
+  EXPECT_TRUE(all_close(same(x), relu(x).to_vector<double>(), 1e-6, 0));
+
+  nn::BasicBlock down(8, 16, 2);
+  down.to(GetParam());
+  ASSERT_NE(down.downsample, nullptr);
+  EXPECT_EQ(down.downsample->size(), 2u);
+  nn::init::zeros_(down.bn2->weight);
+  nn::init::zeros_(down.bn2->bias);
+  const Tensor y = down(x);
+  EXPECT_EQ(y.shape(), (Shape{2, 16, 3, 3}));
+  EXPECT_TRUE(all_close(y, relu(down.downsample->forward(x)).to_vector<double>(), 1e-6, 0));
+  EXPECT_NE(nn::BasicBlock(8, 8, 2).downsample, nullptr);  // stride alone needs a projection
+}
+
+TEST_P(ResNetOnDevice, Resnet18TrainsAStepAndEvaluates) {
+  manual_seed(3);
+  auto net = nn::resnet18_cifar(10);
+  net->to(GetParam());
+  const TensorOptions o = TensorOptions().device(GetParam());
+  const Tensor x = randn({2, 3, 32, 32}, o);
+  const Tensor labels = from_vector(std::vector<std::int64_t>{3, 7}, {2}, TensorOptions().dtype(DType::int64).device(GetParam()));
+  const Tensor logits = (*net)(x);
+  EXPECT_EQ(logits.shape(), (Shape{2, 10}));
+  cross_entropy(logits, labels).backward();
+  for (const auto& [name, p] : net->named_parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << name;
+    EXPECT_EQ(p.grad().shape(), p.shape()) << name;
+  }
+  EXPECT_EQ(find_tensor(net->state_dict(), "layer2.1.bn1.num_batches_tracked").item(), 1.0);
+  net->eval();
+  NoGradGuard no_grad;
+  const Tensor a = (*net)(x), b = (*net)(x);
+  EXPECT_TRUE(all_close(a, b.to_vector<double>(), 0, 0));  // eval is deterministic
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ResNetOnDevice, ::testing::ValuesIn(testing::test_devices()),
+                         testing::device_name);
+
+}  // namespace
+}  // namespace convkit
