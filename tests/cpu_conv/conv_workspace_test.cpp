@@ -282,3 +282,46 @@ TEST(ConvSupport, BadCallsNameTheProblem) {
 
 }  // namespace
 }  // namespace convkit::cpu::testing
+
+namespace convkit::cpu::testing {
+namespace {
+
+// Callers may already be inside an OpenMP parallel region (say, one
+// convolution per thread); every algorithm must then run correctly on that
+// thread with its own buffers.
+TEST(ConvThreads, RunInsideAnOuterParallelRegion) {
+  const Conv2dDesc d = desc_3x3(3);
+  std::mt19937_64 rng(11);
+  const auto x = random_values<double>(x_size(d), rng), w = random_values<double>(w_size(d), rng),
+             dy = random_values<double>(y_size(d), rng);
+  for (const ConvAlgorithm* algo : conv_algorithms()) {
+    const std::size_t bytes = algo->workspace_bytes(d, DType::float64);
+    std::vector<double> y_alone(static_cast<std::size_t>(y_size(d))), dx_alone(x.size()), dw_alone(w.size());
+    std::vector<std::byte> ws(bytes);
+    algo->forward(d, DType::float64, x.data(), w.data(), nullptr, y_alone.data(), ws.data());
+    algo->backward_data(d, DType::float64, dy.data(), w.data(), dx_alone.data(), ws.data());
+    algo->backward_weights(d, DType::float64, x.data(), dy.data(), dw_alone.data(), nullptr, ws.data());
+    constexpr int kThreads = 4;  // more threads than the 3 lanes of this descriptor
+    std::vector<std::vector<double>> y(kThreads, y_alone), dx(kThreads, dx_alone), dw(kThreads, dw_alone);
+#pragma omp parallel for num_threads(kThreads)
+    for (int t = 0; t < kThreads; ++t) {
+      std::vector<std::byte> own(bytes);
+      std::fill(y[t].begin(), y[t].end(), 0.0);
+      std::fill(dx[t].begin(), dx[t].end(), 0.0);
+      std::fill(dw[t].begin(), dw[t].end(), 0.0);
+      algo->forward(d, DType::float64, x.data(), w.data(), nullptr, y[t].data(), own.data());
+      algo->backward_data(d, DType::float64, dy.data(), w.data(), dx[t].data(), own.data());
+      algo->backward_weights(d, DType::float64, x.data(), dy.data(), dw[t].data(), nullptr, own.data());
+    }
+    const Reference y_ref = reference_forward(d, x, w, {}), dx_ref = reference_backward_data(d, dy, w),
+                    dw_ref = reference_backward_weights(d, x, dy);
+    for (int t = 0; t < kThreads; ++t) {
+      EXPECT_TRUE(all_within(y[t], y_alone, doubled(tolerances<double>(algo->algo(), y_ref)))) << conv_algo_name(algo->algo());
+      EXPECT_TRUE(all_within(dx[t], dx_alone, doubled(tolerances<double>(algo->algo(), dx_ref)))) << conv_algo_name(algo->algo());
+      EXPECT_TRUE(all_within(dw[t], dw_alone, doubled(tolerances<double>(algo->algo(), dw_ref)))) << conv_algo_name(algo->algo());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace convkit::cpu::testing

@@ -82,17 +82,23 @@ inline IndexRange valid_range(std::int64_t count, std::int64_t stride, std::int6
   return {std::min(begin, end), end};
 }
 
-// Runs fn(lane, inner_parallel) for lane in [0, lanes). Lanes run on separate
-// threads when there are at least as many lanes as threads; otherwise they run
-// one after another and fn parallelises inside (inner_parallel == true; Eigen
-// GEMMs then also use every thread, since they are outside a parallel region).
+// Runs fn(lane, slot, inner_parallel) for lane in [0, lanes). Lanes run on
+// separate threads when there are at least as many lanes as threads, and slot
+// is then the thread's number in that team (< lanes), so per-slot scratch can
+// stay hot in one core's cache. Otherwise lanes run one after another with
+// slot 0 and fn parallelises inside (inner_parallel == true; Eigen GEMMs then
+// also use every thread, since they are outside a parallel region).
 template <typename Fn>
 void run_lanes(std::int64_t lanes, Fn&& fn) {
   if (lanes >= omp_get_max_threads() && omp_get_max_threads() > 1) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t lane = 0; lane < lanes; ++lane) fn(lane, false);
+#pragma omp parallel
+    {
+      const std::int64_t slot = omp_get_thread_num();
+#pragma omp for schedule(static)
+      for (std::int64_t lane = 0; lane < lanes; ++lane) fn(lane, slot, false);
+    }
   } else {
-    for (std::int64_t lane = 0; lane < lanes; ++lane) fn(lane, true);
+    for (std::int64_t lane = 0; lane < lanes; ++lane) fn(lane, std::int64_t{0}, true);
   }
 }
 

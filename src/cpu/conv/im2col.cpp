@@ -35,7 +35,10 @@ void im2col(const Conv2dDesc& d, const T* x_image, T* col, bool parallel) {
           const T* x_row = x_plane + (p * sh + row_offset) * W;
           std::fill(out_row, out_row + cols.begin, T(0));
           if (sw == 1) {
-            std::copy(x_row + cols.begin + col_offset, x_row + cols.end + col_offset, out_row + cols.begin);
+            // A SIMD loop rather than std::copy: rows are short (tens of
+            // values), and a memmove call per row cost ~15% of a forward pass.
+#pragma omp simd
+            for (std::int64_t q = cols.begin; q < cols.end; ++q) out_row[q] = x_row[q + col_offset];
           } else {
             for (std::int64_t q = cols.begin; q < cols.end; ++q) out_row[q] = x_row[q * sw + col_offset];
           }
