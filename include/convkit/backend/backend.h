@@ -11,40 +11,10 @@
 #include <vector>
 
 #include "convkit/backend/conv_desc.h"
+#include "convkit/backend/kernel_params.h"
 #include "convkit/core/tensor.h"
 
 namespace convkit {
-
-enum class UnaryOp {
-  copy,        // out = x (also converts dtype)
-  neg, exp, log, sqrt, rsqrt, abs, sign, square, reciprocal,
-  relu, sigmoid, tanh,
-  add_scalar,  // x + a
-  mul_scalar,  // x * a
-  pow_scalar,  // x ^ a
-  rsub_scalar, // a - x
-  rdiv_scalar, // a / x
-  clamp,       // min(max(x, a), b)
-  leaky_relu,  // x > 0 ? x : a * x
-  elu,         // x > 0 ? x : a * (exp(x) - 1)
-  gt_scalar,   // x > a ? 1 : 0
-};
-
-enum class BinaryOp {
-  add, sub, mul, div, pow, maximum, minimum,
-  eq, ne, lt, le, gt, ge,  // 1 or 0 in the inputs' dtype
-};
-
-enum class ReduceOp { sum, max, min };
-
-// Window of a 2-D pooling kernel, passed by value so that a GPU kernel can
-// take it as a launch argument. Output sizes come from the out tensor's shape.
-struct PoolWindow {
-  std::int64_t kernel_h = 1, kernel_w = 1;
-  std::int64_t stride_h = 1, stride_w = 1;
-  std::int64_t pad_h = 0, pad_w = 0;  // symmetric
-  bool count_include_pad = true;      // average pooling only
-};
 
 // What `convkit devices` prints for one backend.
 struct BackendInfo {

@@ -1,0 +1,87 @@
+// Methods whose kernel families are being written. Each one moves to its
+// family's file (see gpu_backend.h) as its kernels land; the sim backend is
+// registered only when this file is gone.
+#include "gpu/gpu_backend.h"
+#include "gpu/gpu_conv_algorithm.h"
+
+namespace convkit::CK_GPU_NS {
+
+void GpuBackend::reduce(ReduceOp /*op*/, const Tensor& /*x*/, const Tensor& /*out*/) {
+  CK_FAIL("reduce: no GPU kernel yet");
+}
+
+void GpuBackend::argmax(const Tensor& /*x*/, std::int64_t /*dim*/, const Tensor& /*out*/) {
+  CK_FAIL("argmax: no GPU kernel yet");
+}
+
+void GpuBackend::matmul(const Tensor& /*a*/, const Tensor& /*b*/, const Tensor& /*out*/) {
+  CK_FAIL("matmul: no GPU kernel yet");
+}
+
+void GpuBackend::max_pool2d_forward(const Tensor& /*x*/, const Tensor& /*out*/, const Tensor& /*argmax*/, PoolWindow /*window*/) {
+  CK_FAIL("max_pool2d_forward: no GPU kernel yet");
+}
+
+void GpuBackend::max_pool2d_backward(const Tensor& /*grad_out*/, const Tensor& /*argmax*/, const Tensor& /*grad_in*/) {
+  CK_FAIL("max_pool2d_backward: no GPU kernel yet");
+}
+
+void GpuBackend::avg_pool2d_forward(const Tensor& /*x*/, const Tensor& /*out*/, PoolWindow /*window*/) {
+  CK_FAIL("avg_pool2d_forward: no GPU kernel yet");
+}
+
+void GpuBackend::avg_pool2d_backward(const Tensor& /*grad_out*/, const Tensor& /*grad_in*/, PoolWindow /*window*/) {
+  CK_FAIL("avg_pool2d_backward: no GPU kernel yet");
+}
+
+void GpuBackend::batch_norm_stats(const Tensor& /*x*/, const Tensor& /*mean*/, const Tensor& /*var*/) {
+  CK_FAIL("batch_norm_stats: no GPU kernel yet");
+}
+
+void GpuBackend::batch_norm_affine(const Tensor& /*x*/, const Tensor& /*scale*/, const Tensor& /*shift*/, const Tensor& /*out*/) {
+  CK_FAIL("batch_norm_affine: no GPU kernel yet");
+}
+
+void GpuBackend::batch_norm_backward_reduce(const Tensor& /*grad_out*/, const Tensor& /*x*/, const Tensor& /*mean*/, const Tensor& /*sum_dy*/, const Tensor& /*sum_dy_xmu*/) {
+  CK_FAIL("batch_norm_backward_reduce: no GPU kernel yet");
+}
+
+void GpuBackend::batch_norm_backward_input(const Tensor& /*grad_out*/, const Tensor& /*x*/, const Tensor& /*mean*/, const Tensor& /*invstd*/, const Tensor& /*weight*/, const Tensor& /*sum_dy*/, const Tensor& /*sum_dy_xmu*/, const Tensor& /*grad_in*/) {
+  CK_FAIL("batch_norm_backward_input: no GPU kernel yet");
+}
+
+void GpuBackend::dropout_mask(const Tensor& /*out*/, std::uint64_t /*seed*/, std::uint64_t /*offset*/, double /*p*/) {
+  CK_FAIL("dropout_mask: no GPU kernel yet");
+}
+
+void GpuBackend::softmax_forward(const Tensor& /*x*/, std::int64_t /*dim*/, bool /*log*/, const Tensor& /*out*/) {
+  CK_FAIL("softmax_forward: no GPU kernel yet");
+}
+
+void GpuBackend::softmax_backward(const Tensor& /*grad_out*/, const Tensor& /*out*/, std::int64_t /*dim*/, bool /*log*/, const Tensor& /*grad_in*/) {
+  CK_FAIL("softmax_backward: no GPU kernel yet");
+}
+
+void GpuBackend::cross_entropy_forward(const Tensor& /*logits*/, const Tensor& /*targets*/, double /*label_smoothing*/, const Tensor& /*loss*/, const Tensor& /*lse*/) {
+  CK_FAIL("cross_entropy_forward: no GPU kernel yet");
+}
+
+void GpuBackend::cross_entropy_backward(const Tensor& /*logits*/, const Tensor& /*targets*/, const Tensor& /*lse*/, const Tensor& /*grad_loss*/, double /*label_smoothing*/, const Tensor& /*grad_logits*/) {
+  CK_FAIL("cross_entropy_backward: no GPU kernel yet");
+}
+
+
+
+ConvAlgo GpuBackend::conv2d_heuristic(const Conv2dDesc& /*desc*/, DType /*dtype*/) {
+  CK_FAIL("conv2d_heuristic: no GPU kernel yet");
+}
+
+
+
+
+// Algorithms of gpu_conv_algorithm.h not written yet.
+const GpuConvAlgorithm& direct_gpu_conv_algorithm() { CK_FAIL("conv2d direct: no GPU kernel yet"); }
+const GpuConvAlgorithm& im2col_gemm_gpu_conv_algorithm() { CK_FAIL("conv2d im2col_gemm: no GPU kernel yet"); }
+const GpuConvAlgorithm& fft_gpu_conv_algorithm() { CK_FAIL("conv2d fft: no GPU kernel yet"); }
+
+}  // namespace convkit::CK_GPU_NS
