@@ -1,0 +1,75 @@
+#include "convkit/backend/kernel_versions.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "convkit/core/error.h"
+
+namespace convkit {
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, KernelFamilyInfo> families;
+  std::map<std::string, int> chosen;  // set_kernel_version overrides
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+int from_environment(const std::string& family) {
+  std::string name = "CONVKIT_KERNEL_" + family;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::toupper(c); });
+  const char* v = std::getenv(name.c_str());
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  const long version = std::strtol(v, &end, 10);
+  CK_CHECK(end && *end == '\0', name, "=", v, " is not a version number");
+  return static_cast<int>(version);
+}
+
+}  // namespace
+
+void register_kernel_family(const KernelFamilyInfo& info) {
+  CK_CHECK(info.versions >= 1 && info.default_version >= 1 && info.default_version <= info.versions,
+           "register_kernel_family: ", info.family, " has ", info.versions, " versions and default ",
+           info.default_version);
+  std::lock_guard lock(registry().mutex);
+  registry().families[info.family] = info;
+}
+
+std::vector<KernelFamilyInfo> kernel_families() {
+  std::lock_guard lock(registry().mutex);
+  std::vector<KernelFamilyInfo> out;
+  for (const auto& [name, info] : registry().families) out.push_back(info);
+  return out;
+}
+
+void set_kernel_version(const std::string& family, int version) {
+  std::lock_guard lock(registry().mutex);
+  auto it = registry().families.find(family);
+  CK_CHECK(it != registry().families.end(), "set_kernel_version: unknown kernel family '", family, "'");
+  CK_CHECK(version >= 0 && version <= it->second.versions, "set_kernel_version: ", family, " has versions 1..",
+           it->second.versions, " (0 = default), got ", version);
+  if (version == 0) registry().chosen.erase(family);
+  else registry().chosen[family] = version;
+}
+
+int kernel_version(const std::string& family) {
+  std::lock_guard lock(registry().mutex);
+  auto it = registry().families.find(family);
+  CK_CHECK(it != registry().families.end(), "kernel_version: unknown kernel family '", family, "'");
+  if (auto c = registry().chosen.find(family); c != registry().chosen.end()) return c->second;
+  const int env = from_environment(family);
+  CK_CHECK(env >= 0 && env <= it->second.versions, "CONVKIT_KERNEL_", family, "=", env, ": ", family,
+           " has versions 1..", it->second.versions);
+  return env ? env : it->second.default_version;
+}
+
+}  // namespace convkit
