@@ -94,7 +94,11 @@ void run_lanes(std::int64_t lanes, Fn&& fn) {
 #pragma omp parallel
     {
       const std::int64_t slot = omp_get_thread_num();
-#pragma omp for schedule(static)
+      // Dynamic: on a shared machine a thread that loses its core for a
+      // while leaves its remaining lanes to the others instead of making
+      // them wait at the barrier. Which images a lane handles is fixed, so
+      // results do not depend on the schedule.
+#pragma omp for schedule(dynamic, 1)
       for (std::int64_t lane = 0; lane < lanes; ++lane) fn(lane, slot, false);
     }
   } else {

@@ -17,7 +17,9 @@
 //
 // Parallelisation never needs atomics: forward gives each thread whole output
 // planes (n, k-block), backward-data whole input-gradient planes (n, c-block),
-// and backward-weights whole filters (k-block, c).
+// and backward-weights whole filters (k-block, c). Tasks are handed out
+// dynamically, so a thread that loses its core for a while on a shared
+// machine does not hold the others up.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -47,7 +49,7 @@ struct Dims {
 template <typename Fn>
 void for_each_channel_block(std::int64_t outer_count, std::int64_t groups, std::int64_t per_group, Fn fn) {
   const std::int64_t blocks_per_group = (per_group + kBlock - 1) / kBlock;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(dynamic)
   for (std::int64_t outer = 0; outer < outer_count; ++outer) {
     for (std::int64_t gb = 0; gb < groups * blocks_per_group; ++gb) {
       const std::int64_t first = (gb / blocks_per_group) * per_group + (gb % blocks_per_group) * kBlock;
@@ -232,7 +234,7 @@ void direct_backward_weights(const Dims& d, const T* x, const T* dy, T* dw) {
 #pragma omp parallel
   {
     std::vector<T> partial;
-#pragma omp for collapse(2) schedule(static)
+#pragma omp for collapse(2) schedule(dynamic)
     for (std::int64_t gb = 0; gb < groups * blocks_per_group; ++gb) {
       for (std::int64_t c = 0; c < d.Cg; ++c) {
         const std::int64_t first = (gb / blocks_per_group) * d.Kg + (gb % blocks_per_group) * kBlock;

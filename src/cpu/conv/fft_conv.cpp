@@ -19,6 +19,10 @@
 // gradient, read at the dilated taps. The transforms themselves run on
 // batches of kTileLanes tiles at once.
 //
+// Every parallel loop hands out independent tasks dynamically (each writes
+// its own outputs), so results do not depend on the schedule and a thread
+// that loses its core on a shared machine does not hold the others up.
+//
 // Workspace holds the filter spectra and one chunk of tile spectra; the chunk
 // size is a pure function of the descriptor (kTargetTilesPerChunk, capped by
 // workspace_limit). Each thread also allocates O(tile_h * tile_w) scratch of
@@ -135,7 +139,7 @@ void for_each_tile_batch(const FftTiling& t, std::int64_t groups, std::int64_t i
 #pragma omp parallel
   {
     TileBatch<T> batch(t);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic)
     for (std::int64_t gb = 0; gb < groups * blocks; ++gb) {
       const std::int64_t group = gb / blocks, item0 = (gb % blocks) * kTileLanes;
       fn(batch, group, item0, std::min(kTileLanes, items - item0));
@@ -247,7 +251,7 @@ void fft_correlate(const FftPlan& plan, const T* in, Tap tap, const T* bias, T* 
     const std::int64_t count = std::min(plan.chunk_images, s.N - n0);
     const std::int64_t M = count * t.tiles_per_image();
     transform_tiles(t, window, fft, in, s.in_channels, n0, count, buf.inputs);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic)
     for (std::int64_t f = 0; f < t.spectrum_size(); ++f) {
       for (std::int64_t g = 0; g < s.groups; ++g) {
         ConstComplexMap<T> filters(buf.filters + (f * O + g * Og) * I, Og, I);
@@ -297,7 +301,7 @@ void fft_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, T* dw, v
     const std::int64_t M = count * t.tiles_per_image();
     transform_tiles(t, input_window, fft, x, C, n0, count, buf.inputs);
     transform_tiles(t, dy_window, fft, dy, K, n0, count, buf.outputs);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic)
     for (std::int64_t f = 0; f < F; ++f) {
       for (std::int64_t g = 0; g < d.groups; ++g) {
         ConstComplexMap<T> dy_f(buf.outputs + (f * K + g * Kg) * M, Kg, M);
