@@ -62,6 +62,11 @@ class Module {
   //     (1): ReLU()
   //   )
   std::string str() const;
+  // The module as data: type, options and children in the syntax of
+  // convkit/nn/model_spec.h, so nn::build_module(spec()) rebuilds it (without
+  // its weights). Every built-in module overrides it; the base throws, naming
+  // the type, as a module of your own has no spec until you write one.
+  virtual std::string spec() const;
 
   // ---- registration (names are non-empty, contain no '.', and are unique
   // across this module's parameters, buffers and children)
