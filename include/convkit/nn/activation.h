@@ -11,6 +11,7 @@ class ReLU : public Module {
  public:
   ReLU() : Module("ReLU") {}
   Tensor forward(const Tensor& x) override;
+  std::string spec() const override;
 };
 
 // max(0, x) + negative_slope * min(0, x).
@@ -19,6 +20,8 @@ class LeakyReLU : public Module {
   explicit LeakyReLU(double negative_slope = 0.01);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  std::string spec() const override;
+  double negative_slope() const { return negative_slope_; }
 
  private:
   double negative_slope_;
@@ -30,6 +33,8 @@ class ELU : public Module {
   explicit ELU(double alpha = 1.0);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  std::string spec() const override;
+  double alpha() const { return alpha_; }
 
  private:
   double alpha_;
@@ -39,12 +44,14 @@ class Sigmoid : public Module {
  public:
   Sigmoid() : Module("Sigmoid") {}
   Tensor forward(const Tensor& x) override;
+  std::string spec() const override;
 };
 
 class Tanh : public Module {
  public:
   Tanh() : Module("Tanh") {}
   Tensor forward(const Tensor& x) override;
+  std::string spec() const override;
 };
 
 // Softmax along `dim` (PyTorch requires the dim; so do we).
@@ -53,6 +60,8 @@ class Softmax : public Module {
   explicit Softmax(std::int64_t dim);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  std::string spec() const override;
+  std::int64_t dim() const { return dim_; }
 
  private:
   std::int64_t dim_;
@@ -63,6 +72,8 @@ class LogSoftmax : public Module {
   explicit LogSoftmax(std::int64_t dim);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  std::string spec() const override;
+  std::int64_t dim() const { return dim_; }
 
  private:
   std::int64_t dim_;

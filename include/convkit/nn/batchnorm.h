@@ -37,6 +37,7 @@ class BatchNormBase : public Module {
  public:
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  std::string spec() const override;
   void reset_running_stats();
   void reset_parameters();
   const BatchNormOptions& options() const { return options_; }

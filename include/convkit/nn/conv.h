@@ -72,6 +72,7 @@ class Conv2d : public Module {
   // x: [N, in_channels, H, W] -> [N, out_channels, P, Q].
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  std::string spec() const override;
   // Draws fresh weights (and bias) per options().init_.
   void reset_parameters();
 

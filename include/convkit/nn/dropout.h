@@ -12,6 +12,7 @@ class Dropout : public Module {
   explicit Dropout(double p = 0.5);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  std::string spec() const override;
   double p() const { return p_; }
 
  private:

@@ -12,6 +12,9 @@ class Flatten : public Module {
   explicit Flatten(std::int64_t start_dim = 1, std::int64_t end_dim = -1);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  std::string spec() const override;
+  std::int64_t start_dim() const { return start_dim_; }
+  std::int64_t end_dim() const { return end_dim_; }
 
  private:
   std::int64_t start_dim_, end_dim_;

@@ -32,6 +32,7 @@ class Linear : public Module {
   // x: [..., in_features] -> [..., out_features].
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  std::string spec() const override;
   // Draws fresh weights (and bias) per options().init_.
   void reset_parameters();
   const LinearOptions& options() const { return options_; }

@@ -19,6 +19,7 @@ class MaxPool2d : public Module {
   explicit MaxPool2d(std::int64_t kernel_size) : MaxPool2d(MaxPool2dOptions(kernel_size)) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  std::string spec() const override;
   const MaxPool2dOptions& options() const { return options_; }
 
  private:
@@ -31,6 +32,7 @@ class AvgPool2d : public Module {
   explicit AvgPool2d(std::int64_t kernel_size) : AvgPool2d(AvgPool2dOptions(kernel_size)) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  std::string spec() const override;
   const AvgPool2dOptions& options() const { return options_; }
 
  private:
@@ -43,6 +45,7 @@ class GlobalAvgPool2d : public Module {
  public:
   GlobalAvgPool2d() : Module("GlobalAvgPool2d") {}
   Tensor forward(const Tensor& x) override;
+  std::string spec() const override;
 };
 
 }  // namespace convkit::nn

@@ -19,6 +19,8 @@ class BasicBlock : public Module {
   BasicBlock(std::int64_t in_channels, std::int64_t out_channels, std::int64_t stride = 1,
              Init init = Init::pytorch);
   Tensor forward(const Tensor& x) override;
+  // BasicBlock(in, out[, stride=s][, init=keras]), read back from conv1.
+  std::string spec() const override;
 
   std::shared_ptr<Conv2d> conv1, conv2;
   std::shared_ptr<BatchNorm2d> bn1, bn2;

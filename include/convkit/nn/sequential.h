@@ -43,6 +43,7 @@ class Sequential : public Module {
   }
 
   Tensor forward(const Tensor& input) override;
+  std::string spec() const override;
 };
 
 }  // namespace convkit::nn
