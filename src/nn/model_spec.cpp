@@ -482,6 +482,14 @@ SpecWriter& SpecWriter::ints(const std::vector<std::int64_t>& v, bool collapse) 
   return *this;
 }
 
+SpecWriter& SpecWriter::reals(const std::vector<double>& v) {
+  begin_arg();
+  args_ += "[";
+  for (std::size_t i = 0; i < v.size(); ++i) args_ += (i ? ", " : "") + format_spec_real(v[i]);
+  args_ += "]";
+  return *this;
+}
+
 SpecWriter& SpecWriter::word(const std::string& v) {
   CK_CHECK(!v.empty() && is_ident_start(v[0]) &&
                std::all_of(v.begin(), v.end(), [](char c) { return is_ident_char(c); }) && v != "true" &&

@@ -150,6 +150,7 @@ class SpecWriter {
   // An integer list, written as a single integer when all entries are equal
   // and `collapse` is set (kernel_size 3 rather than [3, 3]).
   SpecWriter& ints(const std::vector<std::int64_t>& v, bool collapse = true);
+  SpecWriter& reals(const std::vector<double>& v);
   SpecWriter& word(const std::string& v);
   // A module's spec, pasted as it is.
   SpecWriter& child(const std::string& spec);

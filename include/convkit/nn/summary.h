@@ -57,9 +57,10 @@ struct ModelSummary {
   std::string str() const;
 };
 
-// Runs one forward pass at batch size 1 on the cpu, in eval mode and without
-// autograd, to find each row's output shape; the model's training mode and
-// its buffers are left as they were. `input_shape` excludes the batch dim.
+// Runs one forward pass at batch size 1 (zeros, on the device and in the
+// dtype of the model's parameters), in eval mode and without autograd, to find
+// each row's output shape; the model's training mode, its buffers and the
+// random generator are left as they were. `input_shape` excludes the batch dim.
 // Throws Error, naming the row, when a layer rejects its input.
 ModelSummary summarize(Module& model, const Shape& input_shape);
 // summarize(model, input_shape).str().

@@ -1,0 +1,105 @@
+#include "io/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "convkit/core/error.h"
+
+namespace convkit::io::detail {
+
+namespace {
+
+constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
+
+std::string parent_dir(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string path, std::string op) : path_(std::move(path)), op_(std::move(op)) {
+  CK_CHECK(!path_.empty(), op_, ": the path is empty");
+  const std::filesystem::path target(path_);
+  CK_CHECK(target.has_filename(), op_, ": '", path_, "' names a directory, not a file");
+  // A name no other writer uses: the process id and a per-process counter;
+  // O_EXCL makes sure, and a stale temporary from a crash is skipped over.
+  static std::atomic<std::uint64_t> counter{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string name = ".";
+    name += target.filename().string();
+    name += ".tmp.";
+    name += std::to_string(::getpid());
+    name += '.';
+    name += std::to_string(counter++);
+    temp_ = (target.parent_path() / name).string();
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ >= 0 || errno != EEXIST) break;
+  }
+  if (fd_ < 0) {
+    const int error = errno;
+    temp_.clear();
+    fail("cannot create a temporary file in '" + parent_dir(path_) + "'", error);
+  }
+  buffer_.reserve(kBufferBytes);
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
+}
+
+void AtomicFile::fail(const std::string& what, int error) const {
+  CK_FAIL(op_, ": '", path_, "': ", what, error ? std::string(": ") + std::strerror(error) : std::string());
+}
+
+void AtomicFile::flush() {
+  std::size_t done = 0;
+  while (done < buffer_.size()) {
+    const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("writing '" + temp_ + "' failed", errno);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  buffer_.clear();
+}
+
+void AtomicFile::write(const void* data, std::size_t n) {
+  CK_CHECK(!committed_, op_, ": '", path_, "': write after commit");
+  const char* bytes = static_cast<const char*>(data);
+  written_ += n;
+  while (n > 0) {
+    const std::size_t take = std::min(n, kBufferBytes - buffer_.size());
+    buffer_.insert(buffer_.end(), bytes, bytes + take);
+    bytes += take;
+    n -= take;
+    if (buffer_.size() == kBufferBytes) flush();
+  }
+}
+
+void AtomicFile::commit() {
+  CK_CHECK(!committed_, op_, ": '", path_, "': committed twice");
+  flush();
+  if (::fsync(fd_) != 0) fail("fsync of '" + temp_ + "' failed", errno);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail("closing '" + temp_ + "' failed", errno);
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) fail("renaming '" + temp_ + "' over it failed", errno);
+  committed_ = true;
+  // Make the rename durable. Some file systems cannot fsync a directory; the
+  // data is already safe then, so that is not an error.
+  const int dir = ::open(parent_dir(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+}  // namespace convkit::io::detail
