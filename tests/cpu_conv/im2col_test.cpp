@@ -39,6 +39,23 @@ TYPED_TEST(ConvIm2colTest, MatchesElementwiseTwinOnEveryCase) {
   }
 }
 
+// Why im2col_gemm may skip im2col for 1x1, stride-1, unpadded filters: the
+// column matrix of such a convolution is the image itself (C x H*W).
+TEST(ConvIm2col, PointwiseColumnMatrixIsTheImage) {
+  std::mt19937_64 rng(9);
+  for (std::int64_t groups : {1, 2}) {
+    Conv2dDesc d;
+    d.N = 1, d.C = 4, d.H = 5, d.W = 7, d.K = 6, d.groups = groups;
+    const std::vector<double> x = random_values<double>(d.C * d.H * d.W, rng);
+    std::vector<double> col(x.size());
+    im2col(d, x.data(), col.data(), false);
+    EXPECT_EQ(col, x);
+    std::vector<double> back(x.size());
+    col2im(d, x.data(), back.data(), false);
+    EXPECT_EQ(back, x);
+  }
+}
+
 // <im2col(x), c> == <x, col2im(c)> in float64, up to rounding of the two sums.
 TEST(ConvIm2col, Col2imIsTheAdjointOfIm2col) {
   std::mt19937_64 rng(8);
