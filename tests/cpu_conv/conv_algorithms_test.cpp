@@ -12,6 +12,7 @@
 
 #include "convkit/core/error.h"
 #include "cpu/conv/conv_algorithm.h"
+#include "cpu/conv/conv_common.h"
 #include "cpu_conv/conv_reference.h"
 #include "cpu_conv/conv_tolerance.h"
 
@@ -188,6 +189,9 @@ TEST(ConvCases, CoverTheRequiredFeatures) {
   EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.C == 1; }));
   EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.K == 1; }));
   for (std::int64_t k : {5, 7, 11}) EXPECT_TRUE(any([k](const Conv2dDesc& d) { return d.R == k && d.S == k; })) << k;
+  // Some cases are large enough that the algorithms run multi-threaded.
+  EXPECT_TRUE(any([](const Conv2dDesc& d) { return worth_parallelising(d) && d.groups == 1; }));
+  EXPECT_TRUE(any([](const Conv2dDesc& d) { return worth_parallelising(d) && d.groups > 1; }));
 }
 
 }  // namespace

@@ -177,6 +177,9 @@ std::vector<ConvCase> build_cases() {
       {"column_signal_4x1", with_pad(make_desc(1, 2, 15, 1, 3, 4, 1), 2, 1, 0, 0)},
       {"filter_covers_image", make_desc(3, 2, 5, 5, 3, 5, 5)},
       {"stride3_no_pad_remainder", with_stride(make_desc(2, 2, 10, 11, 3, 2, 3), 3, 2)},
+      // Above kMinParallelFlops, so the multi-threaded paths run too.
+      {"parallel_3x3", with_pad(make_desc(4, 16, 16, 16, 16, 3, 3), 1, 1, 1, 1)},
+      {"parallel_groups_5x5", with_groups(with_pad(make_desc(5, 12, 18, 18, 12, 5, 5), 2, 2, 2, 2), 2)},
   };
   // Random descriptors: small sizes so the float64 reference stays fast.
   std::mt19937_64 rng(20261122);
@@ -186,7 +189,7 @@ std::vector<ConvCase> build_cases() {
   auto one_of = [&](std::initializer_list<std::int64_t> values) {
     return *(values.begin() + pick(0, static_cast<std::int64_t>(values.size()) - 1));
   };
-  for (int made = 0; made < 16;) {
+  for (int made = 0; made < 30;) {
     const std::int64_t groups = one_of({1, 1, 1, 2, 3});
     Conv2dDesc d = make_desc(pick(1, 3), groups * pick(1, 4), pick(1, 14), pick(1, 14), groups * pick(1, 4),
                              one_of({1, 2, 3, 3, 5, 7}), one_of({1, 2, 3, 3, 5}));

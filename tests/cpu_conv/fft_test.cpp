@@ -19,35 +19,45 @@ constexpr std::uint64_t kFftSeed = 20261122;
 
 using Exact = std::complex<long double>;
 
+// exp(-2*pi*i*m/n) for m < n, in long double.
+std::vector<Exact> roots_of_unity(std::int64_t n) {
+  std::vector<Exact> roots(static_cast<std::size_t>(n));
+  for (std::int64_t m = 0; m < n; ++m) {
+    const long double angle = -2.0L * std::numbers::pi_v<long double> * static_cast<long double>(m) / n;
+    roots[static_cast<std::size_t>(m)] = Exact(std::cos(angle), std::sin(angle));
+  }
+  return roots;
+}
+
 // X[k] = sum_j x[j] exp(sign * 2*pi*i*j*k/n), straight from the definition.
 std::vector<Exact> naive_dft(const std::vector<Exact>& x, int sign) {
-  const std::size_t n = x.size();
-  std::vector<Exact> out(n);
-  for (std::size_t k = 0; k < n; ++k) {
+  const auto n = static_cast<std::int64_t>(x.size());
+  const std::vector<Exact> roots = roots_of_unity(n);  // exp(-2*pi*i*m/n); conjugated for sign > 0
+  std::vector<Exact> out(x.size());
+  for (std::int64_t k = 0; k < n; ++k) {
     Exact sum = 0;
-    for (std::size_t j = 0; j < n; ++j) {
-      const long double angle = sign * 2.0L * std::numbers::pi_v<long double> *
-                                static_cast<long double>((j * k) % n) / static_cast<long double>(n);
-      sum += x[j] * Exact(std::cos(angle), std::sin(angle));
+    for (std::int64_t j = 0; j < n; ++j) {
+      const Exact root = roots[static_cast<std::size_t>((j * k) % n)];
+      sum += x[static_cast<std::size_t>(j)] * (sign < 0 ? root : std::conj(root));
     }
-    out[k] = sum;
+    out[static_cast<std::size_t>(k)] = sum;
   }
   return out;
 }
 
-// 2-D DFT of a real rows x cols array, full spectrum.
+// 2-D DFT of a real rows x cols array, full spectrum:
+// X[u][v] = sum_{i,j} x[i][j] exp(-2*pi*i*(i*u/rows + j*v/cols)), term by term
+// (the exponential factors through tables of roots of unity).
 std::vector<Exact> naive_dft_2d(const std::vector<long double>& x, std::int64_t rows, std::int64_t cols) {
+  const std::vector<Exact> row_roots = roots_of_unity(rows), col_roots = roots_of_unity(cols);
   std::vector<Exact> out(static_cast<std::size_t>(rows * cols));
   for (std::int64_t u = 0; u < rows; ++u)
     for (std::int64_t v = 0; v < cols; ++v) {
       Exact sum = 0;
       for (std::int64_t i = 0; i < rows; ++i)
-        for (std::int64_t j = 0; j < cols; ++j) {
-          const long double angle =
-              -2.0L * std::numbers::pi_v<long double> *
-              (static_cast<long double>((i * u) % rows) / rows + static_cast<long double>((j * v) % cols) / cols);
-          sum += x[static_cast<std::size_t>(i * cols + j)] * Exact(std::cos(angle), std::sin(angle));
-        }
+        for (std::int64_t j = 0; j < cols; ++j)
+          sum += x[static_cast<std::size_t>(i * cols + j)] * row_roots[static_cast<std::size_t>((i * u) % rows)] *
+                 col_roots[static_cast<std::size_t>((j * v) % cols)];
       out[static_cast<std::size_t>(u * cols + v)] = sum;
     }
   return out;

@@ -34,7 +34,7 @@ std::size_t ConvAlgorithm::workspace_bytes(const Conv2dDesc& desc, DType dtype) 
 template <typename T>
 void bias_gradient(const Conv2dDesc& d, const T* dy, T* db) {
   const std::int64_t N = d.N, K = d.K, plane = d.P() * d.Q();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallelising(d))
   for (std::int64_t k = 0; k < K; ++k) {
     double total = 0;
     for (std::int64_t n = 0; n < N; ++n) {

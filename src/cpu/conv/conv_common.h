@@ -82,15 +82,22 @@ inline IndexRange valid_range(std::int64_t count, std::int64_t stride, std::int6
   return {std::min(begin, end), end};
 }
 
+// Passes of fewer flops run on the calling thread alone: the work (under
+// ~0.1 ms on one core) does not pay for waking a team of threads, and on a
+// loaded machine every barrier can cost a whole scheduler time slice.
+constexpr double kMinParallelFlops = 1 << 22;
+inline bool worth_parallelising(const Conv2dDesc& d) { return d.flops() >= kMinParallelFlops; }
+
 // Runs fn(lane, slot, inner_parallel) for lane in [0, lanes). Lanes run on
-// separate threads when there are at least as many lanes as threads, and slot
-// is then the thread's number in that team (< lanes), so per-slot scratch can
-// stay hot in one core's cache. Otherwise lanes run one after another with
-// slot 0 and fn parallelises inside (inner_parallel == true; Eigen GEMMs then
-// also use every thread, since they are outside a parallel region).
+// separate threads when `parallel` and there are at least as many lanes as
+// threads, and slot is then the thread's number in that team (< lanes), so
+// per-slot scratch can stay hot in one core's cache. Otherwise lanes run one
+// after another with slot 0, and fn may parallelise inside when `parallel`
+// (inner_parallel; Eigen GEMMs then also use every thread, being outside a
+// parallel region).
 template <typename Fn>
-void run_lanes(std::int64_t lanes, Fn&& fn) {
-  if (lanes >= omp_get_max_threads() && omp_get_max_threads() > 1) {
+void run_lanes(std::int64_t lanes, bool parallel, Fn&& fn) {
+  if (parallel && lanes >= omp_get_max_threads() && omp_get_max_threads() > 1) {
 #pragma omp parallel
     {
       const std::int64_t slot = omp_get_thread_num();
@@ -102,7 +109,7 @@ void run_lanes(std::int64_t lanes, Fn&& fn) {
       for (std::int64_t lane = 0; lane < lanes; ++lane) fn(lane, slot, false);
     }
   } else {
-    for (std::int64_t lane = 0; lane < lanes; ++lane) fn(lane, std::int64_t{0}, true);
+    for (std::int64_t lane = 0; lane < lanes; ++lane) fn(lane, std::int64_t{0}, parallel);
   }
 }
 

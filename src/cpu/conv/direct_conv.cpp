@@ -43,13 +43,14 @@ struct Dims {
         pt(d.pad_top), pl(d.pad_left), dh(d.dilation_h), dw(d.dilation_w) {}
 };
 
-// Runs fn(outer, first_channel, count) in parallel for outer in [0, outer_count)
-// and every block of up to kBlock consecutive channels within each of `groups`
-// groups of `per_group` channels.
+// Runs fn(outer, first_channel, count) for outer in [0, outer_count) and every
+// block of up to kBlock consecutive channels within each of `groups` groups of
+// `per_group` channels; in parallel when `parallel`.
 template <typename Fn>
-void for_each_channel_block(std::int64_t outer_count, std::int64_t groups, std::int64_t per_group, Fn fn) {
+void for_each_channel_block(std::int64_t outer_count, std::int64_t groups, std::int64_t per_group, bool parallel,
+                            Fn fn) {
   const std::int64_t blocks_per_group = (per_group + kBlock - 1) / kBlock;
-#pragma omp parallel for collapse(2) schedule(dynamic)
+#pragma omp parallel for collapse(2) schedule(dynamic) if (parallel)
   for (std::int64_t outer = 0; outer < outer_count; ++outer) {
     for (std::int64_t gb = 0; gb < groups * blocks_per_group; ++gb) {
       const std::int64_t first = (gb / blocks_per_group) * per_group + (gb % blocks_per_group) * kBlock;
@@ -112,8 +113,8 @@ void forward_block(const Dims& d, const T* x_image, const T* w, const T* b, T* y
 }
 
 template <typename T>
-void direct_forward(const Dims& d, const T* x, const T* w, const T* b, T* y) {
-  for_each_channel_block(d.N, d.C / d.Cg, d.Kg, [&](std::int64_t n, std::int64_t k0, std::int64_t count) {
+void direct_forward(const Dims& d, const T* x, const T* w, const T* b, T* y, bool parallel) {
+  for_each_channel_block(d.N, d.C / d.Cg, d.Kg, parallel, [&](std::int64_t n, std::int64_t k0, std::int64_t count) {
     run_block(k0, count, [&]<std::int64_t B>(std::int64_t k) {
       forward_block<B>(d, x + n * d.C * d.H * d.W, w, b, y + n * d.K * d.P * d.Q, k);
     });
@@ -167,8 +168,8 @@ void backward_data_block(const Dims& d, const T* dy_image, const T* w, T* dx_ima
 }
 
 template <typename T>
-void direct_backward_data(const Dims& d, const T* dy, const T* w, T* dx) {
-  for_each_channel_block(d.N, d.C / d.Cg, d.Cg, [&](std::int64_t n, std::int64_t c0, std::int64_t count) {
+void direct_backward_data(const Dims& d, const T* dy, const T* w, T* dx, bool parallel) {
+  for_each_channel_block(d.N, d.C / d.Cg, d.Cg, parallel, [&](std::int64_t n, std::int64_t c0, std::int64_t count) {
     run_block(c0, count, [&]<std::int64_t B>(std::int64_t c) {
       backward_data_block<B>(d, dy + n * d.K * d.P * d.Q, w, dx + n * d.C * d.H * d.W, c);
     });
@@ -228,10 +229,10 @@ void backward_weights_block(const Dims& d, const T* x, const T* dy, T* dw, std::
 }
 
 template <typename T>
-void direct_backward_weights(const Dims& d, const T* x, const T* dy, T* dw) {
+void direct_backward_weights(const Dims& d, const T* x, const T* dy, T* dw, bool parallel) {
   // Blocks of output channels (outer) x input channels of the group (inner).
   const std::int64_t groups = d.C / d.Cg, blocks_per_group = (d.Kg + kBlock - 1) / kBlock;
-#pragma omp parallel
+#pragma omp parallel if (parallel)
   {
     std::vector<T> partial;
 #pragma omp for collapse(2) schedule(dynamic)
@@ -267,7 +268,7 @@ class DirectConv final : public ConvAlgorithm {
     check_conv_call(*this, desc, dtype, ConvPass::forward, {{x, "x"}, {w, "w"}, {y, "y"}}, workspace);
     dispatch_floating(dtype, [&]<typename T>() {
       direct_forward<T>(Dims(desc), static_cast<const T*>(x), static_cast<const T*>(w),
-                        static_cast<const T*>(b), static_cast<T*>(y));
+                        static_cast<const T*>(b), static_cast<T*>(y), worth_parallelising(desc));
     });
   }
 
@@ -277,7 +278,7 @@ class DirectConv final : public ConvAlgorithm {
                     workspace);
     dispatch_floating(dtype, [&]<typename T>() {
       direct_backward_data<T>(Dims(desc), static_cast<const T*>(dy), static_cast<const T*>(w),
-                              static_cast<T*>(dx));
+                              static_cast<T*>(dx), worth_parallelising(desc));
     });
   }
 
@@ -287,7 +288,7 @@ class DirectConv final : public ConvAlgorithm {
                     workspace);
     dispatch_floating(dtype, [&]<typename T>() {
       direct_backward_weights<T>(Dims(desc), static_cast<const T*>(x), static_cast<const T*>(dy),
-                                 static_cast<T*>(dw));
+                                 static_cast<T*>(dw), worth_parallelising(desc));
       if (db != nullptr) bias_gradient<T>(desc, static_cast<const T*>(dy), static_cast<T*>(db));
     });
   }

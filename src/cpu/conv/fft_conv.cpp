@@ -60,6 +60,7 @@ struct FftPlan {
   CorrelationShape shape;
   FftTiling tiling;
   std::int64_t chunk_images = 1;
+  bool parallel = true;  // worth_parallelising(desc)
 };
 
 template <typename T>
@@ -88,6 +89,7 @@ FftPlan plan_fft(const Conv2dDesc& d, ConvPass pass) {
   FftPlan plan;
   plan.shape = pass == ConvPass::backward_data ? backward_data_correlation(d) : forward_correlation(d);
   plan.tiling = choose_fft_tiling(plan.shape);
+  plan.parallel = worth_parallelising(d);
   const FftTiling& t = plan.tiling;
   for (plan.chunk_images = std::min(d.N, ceil_div(kTargetTilesPerChunk, t.tiles_per_image()));
        plan.chunk_images >= 1; --plan.chunk_images) {
@@ -130,13 +132,13 @@ void copy_lanes(const Complex<T>* src, std::int64_t lanes, Complex<T>* dst) {
   for (std::int64_t i = 0; i < 2 * lanes; ++i) to[i] = from[i];
 }
 
-// Calls fn(batch, group, item0, lanes) in parallel for every run of up to
-// kTileLanes consecutive items [item0, item0 + lanes) within each of `groups`
-// groups of `items` items; each thread brings its own TileBatch.
+// Calls fn(batch, group, item0, lanes) for every run of up to kTileLanes
+// consecutive items [item0, item0 + lanes) within each of `groups` groups of
+// `items` items, in parallel when `parallel`; each thread brings its own TileBatch.
 template <typename T, typename Fn>
-void for_each_tile_batch(const FftTiling& t, std::int64_t groups, std::int64_t items, Fn fn) {
+void for_each_tile_batch(const FftTiling& t, std::int64_t groups, std::int64_t items, bool parallel, Fn fn) {
   const std::int64_t blocks = ceil_div(items, kTileLanes);
-#pragma omp parallel
+#pragma omp parallel if (parallel)
   {
     TileBatch<T> batch(t);
 #pragma omp for schedule(dynamic)
@@ -150,9 +152,10 @@ void for_each_tile_batch(const FftTiling& t, std::int64_t groups, std::int64_t i
 // filters[f*O*I + o*I + i] = conj(FFT(tap(o, i, ., .) placed at the dilated positions)).
 template <typename T, typename Tap>
 void transform_filters(const CorrelationShape& s, const FftTiling& t, const fft::RealFft2d<T>& fft, Tap tap,
-                       Complex<T>* filters) {
+                       bool parallel, Complex<T>* filters) {
   const std::int64_t I = s.in_per_group(), items = s.out_channels * I, F = t.spectrum_size();
-  for_each_tile_batch<T>(t, 1, items, [&](TileBatch<T>& b, std::int64_t, std::int64_t item0, std::int64_t lanes) {
+  for_each_tile_batch<T>(t, 1, items, parallel, [&](TileBatch<T>& b, std::int64_t, std::int64_t item0,
+                                                      std::int64_t lanes) {
     std::fill(b.tiles.begin(), b.tiles.end(), T(0));
     for (std::int64_t l = 0; l < lanes; ++l) {
       const std::int64_t o = (item0 + l) / I, i = (item0 + l) % I;
@@ -189,9 +192,10 @@ TileIndex tile_index(const FftTiling& t, std::int64_t m) {
 // [n0, n0 + count), M = count * tiles_per_image.
 template <typename T>
 void transform_tiles(const FftTiling& t, const TileWindow& win, const fft::RealFft2d<T>& fft, const T* planes,
-                     std::int64_t channels, std::int64_t n0, std::int64_t count, Complex<T>* spectra) {
+                     std::int64_t channels, std::int64_t n0, std::int64_t count, bool parallel,
+                     Complex<T>* spectra) {
   const std::int64_t F = t.spectrum_size(), M = count * t.tiles_per_image();
-  for_each_tile_batch<T>(t, channels, M, [&](TileBatch<T>& b, std::int64_t c, std::int64_t m0, std::int64_t lanes) {
+  for_each_tile_batch<T>(t, channels, M, parallel, [&](TileBatch<T>& b, std::int64_t c, std::int64_t m0, std::int64_t lanes) {
     std::fill(b.tiles.begin(), b.tiles.end(), T(0));
     for (std::int64_t l = 0; l < lanes; ++l) {
       const TileIndex at = tile_index(t, m0 + l);
@@ -215,10 +219,11 @@ void transform_tiles(const FftTiling& t, const TileWindow& win, const fft::RealF
 // the valid out_h x out_w corner, scale by 1/(tile_h*tile_w), add the bias.
 template <typename T>
 void inverse_output_tiles(const CorrelationShape& s, const FftTiling& t, const fft::RealFft2d<T>& fft,
-                          const Complex<T>* spectra, const T* bias, std::int64_t n0, std::int64_t count, T* out) {
+                          const Complex<T>* spectra, const T* bias, std::int64_t n0, std::int64_t count,
+                          bool parallel, T* out) {
   const std::int64_t O = s.out_channels, F = t.spectrum_size(), M = count * t.tiles_per_image();
   const T scale = T(1) / static_cast<T>(t.tile_h * t.tile_w);
-  for_each_tile_batch<T>(t, O, M, [&](TileBatch<T>& b, std::int64_t o, std::int64_t m0, std::int64_t lanes) {
+  for_each_tile_batch<T>(t, O, M, parallel, [&](TileBatch<T>& b, std::int64_t o, std::int64_t m0, std::int64_t lanes) {
     for (std::int64_t f = 0; f < F; ++f)
       copy_lanes(spectra + (f * O + o) * M + m0, lanes, b.spectra.data() + f * lanes);
     fft.inverse(b.spectra.data(), b.tiles.data(), b.fft.data(), lanes);
@@ -244,14 +249,14 @@ void fft_correlate(const FftPlan& plan, const T* in, Tap tap, const T* bias, T* 
   const FftTiling& t = plan.tiling;
   const fft::RealFft2d<T> fft(t.tile_h, t.tile_w);
   const FftBuffers<T> buf = carve_fft<T>(s, t, plan.chunk_images, workspace);
-  transform_filters(s, t, fft, tap, buf.filters);
+  transform_filters(s, t, fft, tap, plan.parallel, buf.filters);
   const TileWindow window{s.H, s.W, t.out_h, t.out_w, -s.pad_top, -s.pad_left, t.tile_h, t.tile_w};
   const std::int64_t O = s.out_channels, I = s.in_per_group(), Og = s.out_per_group();
   for (std::int64_t n0 = 0; n0 < s.N; n0 += plan.chunk_images) {
     const std::int64_t count = std::min(plan.chunk_images, s.N - n0);
     const std::int64_t M = count * t.tiles_per_image();
-    transform_tiles(t, window, fft, in, s.in_channels, n0, count, buf.inputs);
-#pragma omp parallel for schedule(dynamic)
+    transform_tiles(t, window, fft, in, s.in_channels, n0, count, plan.parallel, buf.inputs);
+#pragma omp parallel for schedule(dynamic) if (plan.parallel)
     for (std::int64_t f = 0; f < t.spectrum_size(); ++f) {
       for (std::int64_t g = 0; g < s.groups; ++g) {
         ConstComplexMap<T> filters(buf.filters + (f * O + g * Og) * I, Og, I);
@@ -260,7 +265,7 @@ void fft_correlate(const FftPlan& plan, const T* in, Tap tap, const T* bias, T* 
         outputs.noalias() = filters * inputs;
       }
     }
-    inverse_output_tiles(s, t, fft, buf.outputs, bias, n0, count, out);
+    inverse_output_tiles(s, t, fft, buf.outputs, bias, n0, count, plan.parallel, out);
   }
 }
 
@@ -299,9 +304,9 @@ void fft_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, T* dw, v
   for (std::int64_t n0 = 0; n0 < s.N; n0 += plan.chunk_images) {
     const std::int64_t count = std::min(plan.chunk_images, s.N - n0);
     const std::int64_t M = count * t.tiles_per_image();
-    transform_tiles(t, input_window, fft, x, C, n0, count, buf.inputs);
-    transform_tiles(t, dy_window, fft, dy, K, n0, count, buf.outputs);
-#pragma omp parallel for schedule(dynamic)
+    transform_tiles(t, input_window, fft, x, C, n0, count, plan.parallel, buf.inputs);
+    transform_tiles(t, dy_window, fft, dy, K, n0, count, plan.parallel, buf.outputs);
+#pragma omp parallel for schedule(dynamic) if (plan.parallel)
     for (std::int64_t f = 0; f < F; ++f) {
       for (std::int64_t g = 0; g < d.groups; ++g) {
         ConstComplexMap<T> dy_f(buf.outputs + (f * K + g * Kg) * M, Kg, M);
@@ -314,7 +319,8 @@ void fft_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, T* dw, v
   // Back to the spatial domain; the gradient of tap (r, s) sits at (r*dil_h, s*dil_w).
   const T scale = T(1) / static_cast<T>(t.tile_h * t.tile_w);
   const std::int64_t items = K * Cg;
-  for_each_tile_batch<T>(t, 1, items, [&](TileBatch<T>& b, std::int64_t, std::int64_t item0, std::int64_t lanes) {
+  for_each_tile_batch<T>(t, 1, items, plan.parallel, [&](TileBatch<T>& b, std::int64_t, std::int64_t item0,
+                                                           std::int64_t lanes) {
     for (std::int64_t f = 0; f < F; ++f)
       copy_lanes<T>(dw_spectra + f * items + item0, lanes, b.spectra.data() + f * lanes);
     fft.inverse(b.spectra.data(), b.tiles.data(), b.fft.data(), lanes);

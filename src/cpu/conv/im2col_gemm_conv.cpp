@@ -108,7 +108,7 @@ void im2col_gemm_forward(const Conv2dDesc& d, const T* x, const T* w, const T* b
   const GemmShape g(d);
   const std::int64_t lanes = plan_lanes<T>(d, ConvPass::forward);
   const LaneBuffers<T> buffers = carve_lanes<T>(g, ConvPass::forward, lanes, workspace);
-  run_lanes(lanes, [&](std::int64_t lane, std::int64_t slot, bool inner_parallel) {
+  run_lanes(lanes, worth_parallelising(d), [&](std::int64_t lane, std::int64_t slot, bool inner_parallel) {
     for (std::int64_t n = lane; n < g.N; n += lanes) {
       const T* cols = x + n * g.image;
       if (!g.image_is_col) {
@@ -138,7 +138,7 @@ void im2col_gemm_backward_data(const Conv2dDesc& d, const T* dy, const T* w, T* 
   const GemmShape g(d);
   const std::int64_t lanes = plan_lanes<T>(d, ConvPass::backward_data);
   const LaneBuffers<T> buffers = carve_lanes<T>(g, ConvPass::backward_data, lanes, workspace);
-  run_lanes(lanes, [&](std::int64_t lane, std::int64_t slot, bool inner_parallel) {
+  run_lanes(lanes, worth_parallelising(d), [&](std::int64_t lane, std::int64_t slot, bool inner_parallel) {
     for (std::int64_t n = lane; n < g.N; n += lanes) {
       // Without im2col the column-gradient is the image gradient itself.
       T* dcols = g.image_is_col ? dx + n * g.image : slot_cols(buffers, g, slot);
@@ -161,7 +161,7 @@ void im2col_gemm_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, 
   auto accumulator = [&](std::int64_t lane) {
     return lane == 0 ? dw : buffers.accumulators + (lane - 1) * g.dw_elems();
   };
-  run_lanes(lanes, [&](std::int64_t lane, std::int64_t slot, bool inner_parallel) {
+  run_lanes(lanes, worth_parallelising(d), [&](std::int64_t lane, std::int64_t slot, bool inner_parallel) {
     T* acc = accumulator(lane);
     std::fill(acc, acc + g.dw_elems(), T(0));
     for (std::int64_t n = lane; n < g.N; n += lanes) {
@@ -181,7 +181,7 @@ void im2col_gemm_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, 
   });
   if (lanes > 1) {
     const std::int64_t count = g.dw_elems();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_parallelising(d))
     for (std::int64_t i = 0; i < count; ++i) {
       T sum = dw[i];
       for (std::int64_t lane = 1; lane < lanes; ++lane) sum += accumulator(lane)[i];
