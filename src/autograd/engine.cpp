@@ -11,6 +11,16 @@
 
 namespace convkit::autograd {
 
+namespace {
+thread_local BackwardObserver* t_observer = nullptr;
+}
+
+BackwardObserver* set_backward_observer(BackwardObserver* observer) {
+  BackwardObserver* previous = t_observer;
+  t_observer = observer;
+  return previous;
+}
+
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   CK_CHECK(root.requires_grad(), "backward: the tensor of shape ", root.shape(),
            " does not require grad and has no grad_fn");
@@ -47,7 +57,9 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     if (auto it = pending.find(n); it != pending.end()) {
       Tensor g = std::move(it->second);
       pending.erase(it);
+      if (t_observer) t_observer->before_node(*n);
       grads = n->apply(g);
+      if (t_observer) t_observer->after_node(*n);
     }
     if (!retain_graph) n->release();
     for (std::size_t i = 0; i < n->next.size(); ++i) {

@@ -13,6 +13,8 @@ std::atomic<std::uint64_t> g_next_sequence{0};
 
 Node::Node(std::string name) : name_(std::move(name)), sequence_(g_next_sequence++) {}
 
+std::uint64_t next_node_sequence() { return g_next_sequence.load(); }
+
 SavedTensor::SavedTensor(const Tensor& t)
     : tensor_(t), version_(t.defined() ? t.storage()->version() : 0) {}
 

@@ -18,5 +18,10 @@ struct Command {
 const std::vector<Command>& commands();
 
 int run_devices(const Args& args);
+int run_summary(const Args& args);
+int run_train(const Args& args);
+int run_eval(const Args& args);
+int run_predict(const Args& args);
+int run_bench(const Args& args);
 
 }  // namespace convkit::cli

@@ -13,6 +13,13 @@ namespace convkit::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
       {"devices", "list the backends (cpu, sim, cuda) and whether each is usable here", run_devices},
+      {"summary", "layer table of a zoo model or checkpoint: summary MODEL", run_summary},
+      {"train", "train a zoo model: train MODEL --data fashion-mnist|cifar10:DIR|folder:DIR ...",
+       run_train},
+      {"eval", "test loss and accuracy of a checkpoint: eval CHECKPOINT --data ...", run_eval},
+      {"predict", "class probabilities of images: predict CHECKPOINT IMAGE...", run_predict},
+      {"bench", "training throughput on synthetic data: bench train MODEL --device D ...",
+       run_bench},
   };
   return list;
 }

@@ -84,4 +84,20 @@ Tensor& record(Tensor& out, const char* name, const std::vector<Tensor>& inputs,
 // Runs backward from `root` seeded with `grad`.
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
 
+// Watches every node a backward pass runs, e.g. to time layers
+// (convkit/train/profiler.h). Called on the thread running backward, just
+// before and just after Node::apply; one per thread, none by default.
+class BackwardObserver {
+ public:
+  virtual ~BackwardObserver() = default;
+  virtual void before_node(const Node& node) = 0;
+  virtual void after_node(const Node& node) = 0;
+};
+// Installs `observer` (or null) for backward passes run by this thread and
+// returns the one it replaces.
+BackwardObserver* set_backward_observer(BackwardObserver* observer);
+// The sequence() the next Node will get: nodes created between two calls
+// were created by the code that ran between them (on a single thread).
+std::uint64_t next_node_sequence();
+
 }  // namespace convkit::autograd

@@ -1,0 +1,116 @@
+#pragma once
+// Training and inference loops in the style of Keras' model.fit / evaluate /
+// predict, for any nn::Module that maps images [N, C, H, W] to logits.
+//
+//   auto model = models::create("fmnist-cnn");
+//   optim::Adam opt(model->parameters(), optim::AdamOptions(1e-3));
+//   data::DataLoader train_loader(train_set, {.batch_size = 64, .preprocessing = pre});
+//   data::DataLoader test_loader(test_set, {.batch_size = 256, .shuffle = false,
+//                                           .preprocessing = pre});
+//   train::FitOptions options;
+//   options.epochs = 5;
+//   options.validation = &test_loader;
+//   train::History history = train::fit(*model, opt, train_loader, options);
+//   train::EvalResult test = train::evaluate(*model, test_loader);
+//   Tensor probs = train::predict(*model, pre, raw_images);   // [N, 10]
+//
+// Losses and accuracies are exact means over the examples seen (not means
+// of per-batch means), accumulated on the device so a step never waits for
+// the device except where the progress bar is redrawn.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <vector>
+
+#include "convkit/core/device.h"
+#include "convkit/core/tensor.h"
+#include "convkit/train/callbacks.h"
+#include "convkit/train/history.h"
+#include "convkit/train/loss.h"
+
+namespace convkit::nn { class Module; }
+namespace convkit::optim { class Optimizer; }
+namespace convkit::data { class DataLoader; class Preprocessing; }
+
+namespace convkit::train {
+
+enum class ProgressMode {
+  automatic,  // bar on a terminal, lines otherwise
+  bar,        // redrawn in place with '\r'
+  lines,      // the final line of each epoch only
+  none,       // silent
+};
+
+struct FitOptions {
+  std::int64_t epochs = 1;
+  // Resuming: the first epoch run is initial_epoch (its number in the logs
+  // and the data loader's epoch, so shuffles continue), the last epochs - 1.
+  std::int64_t initial_epoch = 0;
+  LossKind loss = LossKind::automatic;
+  // Where to train: the model is moved there in place (optimizers follow,
+  // see nn::Module::to) and so is every batch. Unset: the device of the
+  // model's first parameter.
+  std::optional<Device> device;
+  // Evaluated after every epoch into val_loss / val_accuracy.
+  data::DataLoader* validation = nullptr;
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  ProgressMode progress = ProgressMode::automatic;
+  std::ostream* out = nullptr;  // progress output; null: std::cout
+  // Per-layer forward/backward timings of every training step, in
+  // History::profile (see convkit/train/profiler.h).
+  bool profile = false;
+  // Train on at most this many batches per epoch (0: all), e.g. for smoke runs.
+  std::int64_t steps_per_epoch = 0;
+};
+
+// Trains `model` with `optimizer` on `train_loader` (in training mode; the
+// model is left in training mode). Throws Error for a bad option, a model
+// whose output does not match the dataset's classes, or an epoch whose mean
+// training loss is not finite (naming the epoch).
+History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& train_loader,
+            const FitOptions& options);
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;
+  std::int64_t examples = 0;
+  double seconds = 0;
+  double images_per_sec() const { return seconds > 0 ? static_cast<double>(examples) / seconds : 0; }
+};
+
+struct EvaluateOptions {
+  LossKind loss = LossKind::automatic;
+  std::optional<Device> device;  // as FitOptions::device
+  std::int64_t max_batches = 0;  // 0: every batch
+};
+
+// Mean loss and accuracy over one pass of `loader` (its epoch 0), in eval
+// mode without autograd; the model's mode is restored afterwards.
+EvalResult evaluate(nn::Module& model, data::DataLoader& loader, const EvaluateOptions& options = {});
+
+struct PredictOptions {
+  LossKind loss = LossKind::automatic;
+  std::optional<Device> device;   // as FitOptions::device
+  std::int64_t batch_size = 256;  // images per forward pass
+};
+
+// Class probabilities, float32 [N, classes] on the cpu, of raw images
+// (pixel values 0..255, as a Dataset returns them): [C, H, W], [N, C, H, W],
+// or a list of [C, H, W] images of any sizes. `preprocessing` is applied
+// first; pass the one the model was trained with (a checkpoint stores it,
+// see the overload below). Runs in eval mode without autograd.
+Tensor predict(nn::Module& model, const data::Preprocessing& preprocessing, const Tensor& images,
+               const PredictOptions& options = {});
+Tensor predict(nn::Module& model, const data::Preprocessing& preprocessing,
+               const std::vector<Tensor>& images, const PredictOptions& options = {});
+// With the preprocessing stored in the checkpoint the model was built from;
+// throws Error when it holds none.
+Tensor predict(nn::Module& model, const io::Checkpoint& checkpoint,
+               const std::vector<Tensor>& images, const PredictOptions& options = {});
+
+// The device of the model's first parameter (or buffer); cpu for a model
+// with neither.
+Device module_device(const nn::Module& model);
+
+}  // namespace convkit::train

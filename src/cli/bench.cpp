@@ -1,0 +1,101 @@
+// `convkit bench train MODEL`: training throughput of a zoo model on
+// synthetic data — forward, backward and an Adam step per iteration, timed
+// after warm-up steps (which also let automatic algorithm selection settle).
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "cli/arg_parser.h"
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "convkit/backend/backend.h"
+#include "convkit/core/error.h"
+#include "convkit/models/zoo.h"
+#include "convkit/nn/module.h"
+#include "convkit/ops/factory.h"
+#include "convkit/optim/optimizer.h"
+#include "convkit/train/loss.h"
+
+namespace convkit::cli {
+
+namespace {
+
+int bench_train(const Args& args) {
+  const ParsedArgs p(args, "bench train",
+                     {{"device", true}, {"batch", true}, {"steps", true}, {"warmup", true},
+                      {"algo", true}, {"optimizer", true}, {"seed", true}, {"json", false}});
+  p.expect_positional(1, 1, "MODEL");
+  const std::string model_name = p.positional()[0];
+  const models::ModelInfo& info = models::info(model_name);
+  const Device device = parse_device_arg(p.value_or("device", "cpu"));
+  const std::string algo = p.value_or("algo", "automatic");
+  apply_algo_arg(algo);
+  const std::int64_t batch = p.int_or("batch", 64, 1);
+  const std::int64_t steps = p.int_or("steps", 20, 1);
+  const std::int64_t warmup = p.int_or("warmup", 2, 0);
+  const std::string optimizer_name = p.value_or("optimizer", "adam");
+  const double lr = default_learning_rate(optimizer_name);
+  const auto seed = static_cast<std::uint64_t>(p.int_or("seed", 1, 0));
+
+  manual_seed(seed);
+  std::shared_ptr<nn::Module> model = models::create(model_name);
+  model->to(device);
+  model->train();
+  auto optimizer = make_optimizer(optimizer_name, model->parameters(), lr);
+
+  // Images in [0, 1) as after rescaling; labels uniform over the classes.
+  const Shape in = info.input_shape;
+  const Tensor images = rand({batch, in[0], in[1], in[2]}, TensorOptions().device(device));
+  std::mt19937_64 rng(seed);
+  std::vector<std::int64_t> label_values(static_cast<std::size_t>(batch));
+  for (auto& v : label_values) v = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(info.num_classes));
+  const Tensor labels = from_vector(label_values, {batch}, TensorOptions(DType::int64).device(device));
+
+  auto step = [&] {
+    const Tensor logits = (*model)(images);
+    const Tensor loss = train::compute_loss(train::LossKind::automatic, logits, labels);
+    optimizer->zero_grad();
+    loss.backward();
+    optimizer->step();
+  };
+  Backend& backend = backend_for(device);
+  for (std::int64_t i = 0; i < warmup; ++i) step();
+  backend.synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (std::int64_t i = 0; i < steps; ++i) step();
+  backend.synchronize();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double ips = static_cast<double>(batch * steps) / seconds;
+  const double ms_per_step = 1e3 * seconds / static_cast<double>(steps);
+
+  std::printf("bench train %s on %s, conv algorithm %s, batch %lld: %lld steps in %.2f s, "
+              "%.1f ms/step, %.1f images/s\n",
+              model_name.c_str(), device.str().c_str(), algo.c_str(), static_cast<long long>(batch),
+              static_cast<long long>(steps), seconds, ms_per_step, ips);
+  if (p.flag("json")) {
+    JsonLine line;
+    line.add("command", "bench train")
+        .add("model", model_name)
+        .add("device", device.str())
+        .add("algo", algo)
+        .add("optimizer", optimizer_name)
+        .add("batch", batch)
+        .add("steps", steps)
+        .add("warmup", warmup)
+        .add("seconds", seconds)
+        .add("ms_per_step", ms_per_step)
+        .add("images_per_sec", ips);
+    std::printf("%s\n", line.str().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_bench(const Args& args) {
+  CK_CHECK(!args.empty(), "bench: missing what to benchmark (expected 'bench train MODEL ...')");
+  if (args[0] == "train") return bench_train(Args(args.begin() + 1, args.end()));
+  CK_FAIL("bench: unknown benchmark '", args[0], "' (expected train)");
+}
+
+}  // namespace convkit::cli

@@ -1,0 +1,207 @@
+// `convkit train MODEL`: trains a zoo model on a data set, reports the test
+// loss and accuracy and the training speed, and (with --out) keeps a CSV log
+// and checkpoints.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/arg_parser.h"
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "convkit/core/error.h"
+#include "convkit/data/data_loader.h"
+#include "convkit/models/zoo.h"
+#include "convkit/nn/module.h"
+#include "convkit/ops/conv_algo.h"
+#include "convkit/ops/factory.h"
+#include "convkit/optim/lr_scheduler.h"
+#include "convkit/train/callbacks.h"
+#include "convkit/train/fit.h"
+
+namespace convkit::cli {
+
+namespace {
+
+// The first `limit` examples of a seeded shuffle, so a subset has every class.
+std::shared_ptr<const data::Dataset> limit_examples(std::shared_ptr<const data::Dataset> d,
+                                                    std::int64_t limit, std::uint64_t seed) {
+  if (limit <= 0 || limit >= d->size()) return d;
+  std::vector<std::int64_t> order = data::epoch_order(d->size(), true, seed, 0);
+  order.resize(static_cast<std::size_t>(limit));
+  return std::make_shared<data::Subset>(std::move(d), std::move(order));
+}
+
+std::string history_json(const train::History& history) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < history.epochs.size(); ++i) {
+    JsonLine line;
+    line.add("epoch", history.epochs[i].epoch + 1);
+    for (const auto& [name, value] : history.epochs[i].values) line.add(name, value);
+    if (i) out.append(", ");
+    out.append(line.str());
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+int run_train(const Args& args) {
+  const auto started = std::chrono::steady_clock::now();
+  const ParsedArgs p(args, "train",
+                     {{"data", true}, {"device", true}, {"algo", true}, {"batch", true},
+                      {"epochs", true}, {"lr", true}, {"optimizer", true}, {"schedule", true},
+                      {"augment", false}, {"workers", true}, {"seed", true}, {"out", true},
+                      {"profile", false}, {"json", false}, {"no-validation", false},
+                      {"limit", true}, {"test-limit", true}, {"progress", true}});
+  p.expect_positional(1, 1, "MODEL (one of the zoo's models; see 'convkit summary')");
+  const std::string model_name = p.positional()[0];
+  const models::ModelInfo& info = models::info(model_name);
+
+  const DataSpec spec = parse_data_spec(p.value_or("data", "fashion-mnist"));
+  const Device device = parse_device_arg(p.value_or("device", "cpu"));
+  const std::string algo = p.value_or("algo", "automatic");
+  apply_algo_arg(algo);
+  const std::int64_t batch = p.int_or("batch", 64, 1);
+  const std::int64_t epochs = p.int_or("epochs", 5, 1);
+  const std::string optimizer_name = p.value_or("optimizer", "adam");
+  const double lr = p.real_or("lr", default_learning_rate(optimizer_name), 0.0);
+  const std::string schedule = p.value_or("schedule", "cosine");
+  CK_CHECK(schedule == "constant" || schedule == "cosine",
+           "train: --schedule must be constant or cosine, got '", schedule, "'");
+  const auto workers = static_cast<int>(p.int_or("workers", 1, 0));
+  const auto seed = static_cast<std::uint64_t>(p.int_or("seed", 1, 0));
+  const std::string progress = p.value_or("progress", "auto");
+  CK_CHECK(progress == "auto" || progress == "bar" || progress == "lines" || progress == "none",
+           "train: --progress must be auto, bar, lines or none, got '", progress, "'");
+  const bool json = p.flag("json");
+
+  manual_seed(seed);
+  DataSplits splits = load_data(spec, seed);
+  splits.train = limit_examples(splits.train, p.int_or("limit", 0, 1), seed);
+  splits.test = limit_examples(splits.test, p.int_or("test-limit", 0, 1), seed + 1);
+  const std::int64_t classes = splits.train->num_classes();
+  models::ModelOptions model_options;
+  if (info.loss == models::LossKind::sigmoid_bce) {
+    CK_CHECK(classes == 2, "train: ", model_name, " is a binary classifier (one sigmoid output) but ",
+             spec.text, " has ", classes, " classes");
+  } else {
+    model_options.num_classes = classes;
+  }
+  std::shared_ptr<nn::Module> model = models::create(model_name, model_options);
+  model->to(device);
+
+  const data::Preprocessing preprocessing = model_preprocessing(info.input_shape);
+  data::DataLoaderOptions train_opts;
+  train_opts.batch_size = batch;
+  train_opts.seed = seed;
+  train_opts.workers = workers;
+  train_opts.preprocessing = preprocessing;
+  if (p.flag("augment")) train_opts.augmentation = default_augmentation(spec.kind);
+  data::DataLoader train_loader(splits.train, train_opts);
+  data::DataLoaderOptions test_opts = train_opts;
+  test_opts.batch_size = std::max<std::int64_t>(batch, 256);
+  test_opts.shuffle = false;
+  test_opts.augmentation = data::Augmentation();
+  data::DataLoader test_loader(splits.test, test_opts);
+
+  std::unique_ptr<optim::Optimizer> optimizer =
+      make_optimizer(optimizer_name, model->parameters(), lr);
+  train::FitOptions fit;
+  fit.epochs = epochs;
+  fit.device = device;
+  fit.profile = p.flag("profile");
+  if (!p.flag("no-validation")) fit.validation = &test_loader;
+  fit.progress = progress == "bar"     ? train::ProgressMode::bar
+                 : progress == "lines" ? train::ProgressMode::lines
+                 : progress == "none"  ? train::ProgressMode::none
+                                       : train::ProgressMode::automatic;
+  if (schedule == "cosine") {
+    // Decays to zero over the run: the last epochs fine-tune with small steps.
+    fit.callbacks.push_back(std::make_shared<train::LRSchedulerCallback>(
+        std::make_shared<optim::CosineAnnealingLR>(*optimizer, epochs)));
+  }
+  const auto out_dir = p.value("out");
+  if (out_dir) {
+    std::filesystem::create_directories(*out_dir);
+    fit.callbacks.push_back(std::make_shared<train::CSVLogger>(
+        (std::filesystem::path(*out_dir) / "log.csv").string()));
+    train::ModelCheckpointOptions ck;
+    ck.directory = *out_dir;
+    ck.monitor = fit.validation ? "val_accuracy" : "accuracy";
+    ck.metadata = {{"zoo", model_name},
+                   {"data", spec.text},
+                   {"seed", std::to_string(seed)},
+                   {"classes", join_lines(splits.class_names)}};
+    fit.callbacks.push_back(std::make_shared<train::ModelCheckpoint>(ck));
+  }
+
+  std::printf("model %s (%lld parameters) on %s, conv algorithm %s\n", model_name.c_str(),
+              static_cast<long long>(model->parameter_count()), device.str().c_str(), algo.c_str());
+  std::printf("data %s: %lld train / %lld test images, %lld classes%s\n", spec.text.c_str(),
+              static_cast<long long>(splits.train->size()),
+              static_cast<long long>(splits.test->size()), static_cast<long long>(classes),
+              p.flag("augment") ? ", augmented" : "");
+  std::printf("%s lr %g (%s), batch %lld, %lld epochs, seed %llu, %d workers\n",
+              optimizer_name.c_str(), lr, schedule.c_str(), static_cast<long long>(batch),
+              static_cast<long long>(epochs), static_cast<unsigned long long>(seed), workers);
+  std::fflush(stdout);
+
+  const train::History history = train::fit(*model, *optimizer, train_loader, fit);
+  const train::EvalResult test = train::evaluate(*model, test_loader);
+
+  double train_seconds = 0, train_images = 0;
+  for (const train::EpochLogs& e : history.epochs) {
+    train_seconds += e.at("seconds");
+    train_images += e.at("seconds") * e.at("images_per_sec");
+  }
+  const double train_ips = train_seconds > 0 ? train_images / train_seconds : 0.0;
+  std::printf("test: loss %.4f - accuracy %.4f (%lld images, %.1f s, %.0f images/s)\n", test.loss,
+              test.accuracy, static_cast<long long>(test.examples), test.seconds,
+              test.images_per_sec());
+  std::printf("train: %.0f images/s, %.1f s for %zu epoch(s)%s\n", train_ips, train_seconds,
+              history.epochs.size(), history.stopped_early ? " (stopped early)" : "");
+  if (history.profile) {
+    const std::string table = history.profile->table();
+    std::printf("\n%s", table.c_str());
+    if (out_dir) {
+      std::ofstream f(std::filesystem::path(*out_dir) / "profile.txt");
+      f << table;
+    }
+  }
+  if (out_dir) std::printf("saved %s/{last,best}.ckpt and log.csv\n", out_dir->c_str());
+
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (json) {
+    const train::EpochLogs& last = history.last();
+    JsonLine line;
+    line.add("command", "train")
+        .add("model", model_name)
+        .add("data", spec.text)
+        .add("device", device.str())
+        .add("algo", algo)
+        .add("optimizer", optimizer_name)
+        .add("lr", lr)
+        .add("schedule", schedule)
+        .add("epochs", static_cast<std::int64_t>(history.epochs.size()))
+        .add("batch", batch)
+        .add("seed", static_cast<std::int64_t>(seed))
+        .add("augment", p.flag("augment"))
+        .add("train_images", splits.train->size())
+        .add("train_images_per_sec", train_ips)
+        .add("train_seconds", train_seconds)
+        .add("train_loss", last.at("loss"))
+        .add("train_accuracy", last.at("accuracy"))
+        .add("test_images", test.examples)
+        .add("test_loss", test.loss)
+        .add("test_accuracy", test.accuracy)
+        .add("seconds", seconds)
+        .add_raw("history", history_json(history));
+    std::printf("%s\n", line.str().c_str());
+  }
+  return 0;
+}
+
+}  // namespace convkit::cli

@@ -1,0 +1,205 @@
+// The convkit tool end to end: every bad argument is one line on stderr and a
+// non-zero exit; the good paths print what they promise, and --json ends
+// with one parseable JSON object.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "data/data_files.h"
+#include "generated_data.h"
+#include "io/json.h"
+
+namespace convkit::testing {
+namespace {
+
+namespace json = io::json;
+
+CommandResult convkit(const std::string& args) {
+  return run_command(shell_quote(CONVKIT_CLI_PATH) + " " + args);
+}
+
+int count_lines(const std::string& text) {
+  int n = 0;
+  for (const char c : text) n += c == '\n';
+  return n;
+}
+
+// A failure: non-zero exit, nothing on stdout, one line on stderr naming `part`.
+void expect_one_line_error(const std::string& args, const std::string& part) {
+  SCOPED_TRACE("convkit " + args);
+  const CommandResult r = convkit(args);
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(part), std::string::npos) << "stderr '" << r.err << "' lacks '" << part << "'";
+}
+
+double number(const json::Value& object, const std::string& key) {
+  const json::Value* v = object.find(key);
+  if (v == nullptr || v->kind != json::Value::Kind::number) {
+    ADD_FAILURE() << "JSON lacks number '" << key << "'";
+    return 0;
+  }
+  return std::stod(v->text);
+}
+
+std::string string_of(const json::Value& object, const std::string& key) {
+  const json::Value* v = object.find(key);
+  if (v == nullptr || v->kind != json::Value::Kind::string) {
+    ADD_FAILURE() << "JSON lacks string '" << key << "'";
+    return "";
+  }
+  return v->text;
+}
+
+TEST(Cli, NoArgumentsPrintsUsageAndFails) {
+  const CommandResult r = convkit("");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("usage: convkit"), std::string::npos);
+  for (const char* command : {"train", "eval", "predict", "bench", "summary", "devices"})
+    EXPECT_NE(r.err.find(command), std::string::npos) << command;
+}
+
+TEST(Cli, BadArgumentsAreOneLineErrors) {
+  expect_one_line_error("frobnicate", "unknown command 'frobnicate'");
+  expect_one_line_error("summary", "missing MODEL");
+  expect_one_line_error("summary no-such-model", "no-such-model");
+  expect_one_line_error("summary fmnist-cnn extra", "unexpected argument 'extra'");
+  expect_one_line_error("train", "missing MODEL");
+  expect_one_line_error("train no-such-model", "no-such-model");
+  expect_one_line_error("train fmnist-cnn --epochs", "--epochs needs a value");
+  expect_one_line_error("train fmnist-cnn --epochs abc", "--epochs expects an integer, got 'abc'");
+  expect_one_line_error("train fmnist-cnn --epochs 0", "--epochs must be >= 1");
+  expect_one_line_error("train fmnist-cnn --batch -3", "--batch must be >= 1");
+  expect_one_line_error("train fmnist-cnn --lr 0", "--lr must be > 0");
+  expect_one_line_error("train fmnist-cnn --lr x1", "--lr expects a number");
+  expect_one_line_error("train fmnist-cnn --bogus 1", "unknown option '--bogus'");
+  expect_one_line_error("train fmnist-cnn -e 1", "unknown option '-e'");
+  expect_one_line_error("train fmnist-cnn --epochs 1 --epochs 2", "--epochs given twice");
+  expect_one_line_error("train fmnist-cnn --json=yes", "--json takes no value");
+  expect_one_line_error("train fmnist-cnn --data imagenet", "unknown data set 'imagenet'");
+  expect_one_line_error("train fmnist-cnn --data cifar10", "needs a directory");
+  expect_one_line_error("train fmnist-cnn --data folder:/no/such/dir", "'/no/such/dir' is not a directory");
+  expect_one_line_error("train fmnist-cnn --device tpu", "unknown device 'tpu'");
+  expect_one_line_error("train fmnist-cnn --device cuda:7", "cuda:7");
+  expect_one_line_error("train fmnist-cnn --algo magic", "unknown algorithm 'magic'");
+  expect_one_line_error("train fmnist-cnn --optimizer lbfgs", "unknown optimizer 'lbfgs'");
+  expect_one_line_error("train fmnist-cnn --schedule linear", "--schedule must be");
+  expect_one_line_error("eval", "missing CHECKPOINT");
+  expect_one_line_error("eval /no/such.ckpt --data fashion-mnist", "/no/such.ckpt");
+  expect_one_line_error("predict /no/such.ckpt", "missing CHECKPOINT IMAGE");
+  expect_one_line_error("predict /no/such.ckpt a.png", "/no/such.ckpt");
+  expect_one_line_error("bench", "missing what to benchmark");
+  expect_one_line_error("bench infer fmnist-cnn", "unknown benchmark 'infer'");
+  expect_one_line_error("bench train fmnist-cnn --steps 0", "--steps must be >= 1");
+}
+
+TEST(Cli, CorruptCheckpointIsAnError) {
+  TempDir dir;
+  write_bytes(dir.file("bad.ckpt"), Bytes{'n', 'o', 't', ' ', 'a', ' ', 'c', 'k', 'p', 't'});
+  expect_one_line_error("eval " + shell_quote(dir.file("bad.ckpt")) + " --data fashion-mnist",
+                        "bad.ckpt");
+}
+
+TEST(Cli, SummaryOfFmnistCnn) {
+  const CommandResult r = convkit("summary fmnist-cnn");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  for (const char* part : {"fmnist-cnn", "0 (Conv2d)", "[-1, 32, 26, 26]", "10 (Linear)",
+                           "[-1, 10]", "Total params: 225,034", "Trainable params: 225,034",
+                           "Non-trainable params: 0"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << " missing from\n" << r.out;
+}
+
+TEST(Cli, BenchTrainReportsThroughput) {
+  const CommandResult r = convkit("bench train fmnist-cnn --device cpu --batch 8 --steps 2 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json::Value v = json::parse(r.last_line(), "bench output");
+  EXPECT_EQ(string_of(v, "model"), "fmnist-cnn");
+  EXPECT_EQ(string_of(v, "device"), "cpu");
+  EXPECT_EQ(number(v, "batch"), 8);
+  EXPECT_EQ(number(v, "steps"), 2);
+  EXPECT_GT(number(v, "images_per_sec"), 0);
+  EXPECT_NE(r.out.find("images/s"), std::string::npos);
+}
+
+// One flow on a generated IDX data set: train with --json and --out, then
+// summary, eval and predict from the checkpoint it wrote.
+TEST(Cli, TrainEvalPredictOnGeneratedIdx) {
+  TempDir dir;
+  const std::string data = dir.file("fmnist");
+  write_fashion_mnist_like(data, 320, 100);
+  const std::string out = dir.file("run");
+  const CommandResult train =
+      convkit("train fmnist-cnn --data fashion-mnist:" + shell_quote(data) +
+              " --epochs 2 --batch 32 --workers 2 --json --profile --out " + shell_quote(out));
+  ASSERT_EQ(train.status, 0) << train.err << train.out;
+  // Not a terminal: one progress line per epoch, no carriage returns.
+  EXPECT_EQ(train.out.find('\r'), std::string::npos);
+  EXPECT_NE(train.out.find("Epoch 2/2\n10/10 [==============================]"), std::string::npos)
+      << train.out;
+  EXPECT_NE(train.out.find("by layer type:"), std::string::npos);  // --profile
+
+  const json::Value v = json::parse(train.last_line(), "train output");
+  EXPECT_EQ(string_of(v, "model"), "fmnist-cnn");
+  EXPECT_EQ(string_of(v, "device"), "cpu");
+  EXPECT_EQ(string_of(v, "algo"), "automatic");
+  EXPECT_EQ(number(v, "epochs"), 2);
+  EXPECT_EQ(number(v, "batch"), 32);
+  EXPECT_EQ(number(v, "train_images"), 320);
+  EXPECT_EQ(number(v, "test_images"), 100);
+  EXPECT_GT(number(v, "train_images_per_sec"), 0);
+  EXPECT_GT(number(v, "seconds"), 0);
+  const double accuracy = number(v, "test_accuracy");
+  EXPECT_GE(accuracy, 0.0);
+  EXPECT_LE(accuracy, 1.0);
+  EXPECT_GT(number(v, "test_loss"), 0);
+  const json::Value* history = v.find("history");
+  ASSERT_NE(history, nullptr);
+  ASSERT_EQ(history->items.size(), 2u);
+  EXPECT_EQ(number(history->items[1], "epoch"), 2);
+  EXPECT_EQ(number(history->items[1], "lr"), 0.0005);  // cosine over 2 epochs: half way
+
+  for (const char* f : {"last.ckpt", "best.ckpt", "log.csv", "profile.txt"})
+    EXPECT_TRUE(std::filesystem::exists(out + "/" + f)) << f;
+
+  const std::string ckpt = shell_quote(out + "/last.ckpt");
+  const CommandResult summary = convkit("summary " + ckpt);
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  EXPECT_NE(summary.out.find("Total params: 225,034"), std::string::npos) << summary.out;
+
+  // eval of the final checkpoint reproduces train's test figures.
+  const CommandResult eval = convkit("eval " + ckpt + " --json");  // data from the checkpoint
+  ASSERT_EQ(eval.status, 0) << eval.err;
+  const json::Value e = json::parse(eval.last_line(), "eval output");
+  EXPECT_EQ(number(e, "test_images"), 100);
+  EXPECT_NEAR(number(e, "test_accuracy"), accuracy, 1e-9);
+  EXPECT_NEAR(number(e, "test_loss"), number(v, "test_loss"), 1e-6);
+
+  // predict on a PNG (RGB, 40x40): the stored preprocessing converts it to
+  // 28x28 gray in [0, 1].
+  const auto px = class_image(3, 10, 40, 40, 3, 99);
+  write_bytes(dir.file("x.png"), png_bytes(40, 40, 3, px));
+  const CommandResult predict = convkit("predict " + ckpt + " " + shell_quote(dir.file("x.png")) + " --json");
+  ASSERT_EQ(predict.status, 0) << predict.err;
+  const json::Value pj = json::parse(predict.last_line(), "predict output");
+  const json::Value* preds = pj.find("predictions");
+  ASSERT_NE(preds, nullptr);
+  ASSERT_EQ(preds->items.size(), 1u);
+  const json::Value* probs = preds->items[0].find("probabilities");
+  ASSERT_NE(probs, nullptr);
+  ASSERT_EQ(probs->members.size(), 10u);
+  double total = 0;
+  for (const auto& [name, p] : probs->members) total += std::stod(p.text);
+  EXPECT_NEAR(total, 1.0, 1e-4);
+
+  expect_one_line_error("predict " + ckpt + " " + shell_quote(dir.file("missing.png")), "missing.png");
+  write_bytes(dir.file("broken.png"), Bytes{0x89, 'P', 'N', 'G', 1, 2, 3});
+  expect_one_line_error("predict " + ckpt + " " + shell_quote(dir.file("broken.png")), "broken.png");
+  // A binary model cannot train on ten classes.
+  expect_one_line_error("train catdog-cnn --data fashion-mnist:" + shell_quote(data),
+                        "binary classifier");
+}
+
+}  // namespace
+}  // namespace convkit::testing
