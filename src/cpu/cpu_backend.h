@@ -33,7 +33,7 @@ class CpuBackend final : public Backend {
   void max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& argmax,
                           PoolWindow window) override;
   void max_pool2d_backward(const Tensor& grad_out, const Tensor& argmax,
-                           const Tensor& grad_in) override;
+                           const Tensor& grad_in, PoolWindow window) override;
   void avg_pool2d_forward(const Tensor& x, const Tensor& out, PoolWindow window) override;
   void avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_in, PoolWindow window) override;
   void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) override;
@@ -53,6 +53,12 @@ class CpuBackend final : public Backend {
   void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                               const Tensor& grad_loss, double label_smoothing,
                               const Tensor& grad_logits) override;
+
+  // optimizer updates: cpu_optimizer.cpp
+  void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                  SgdStep step) override;
+  void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                   const Tensor& exp_avg_sq, AdamStep step) override;
 
   Support conv2d_supports(ConvAlgo algo, const Conv2dDesc& desc) override;
   std::size_t conv2d_workspace_bytes(ConvAlgo algo, const Conv2dDesc& desc, DType dtype,

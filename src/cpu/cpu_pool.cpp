@@ -84,8 +84,10 @@ void CpuBackend::max_pool2d_forward(const Tensor& x, const Tensor& out, const Te
   });
 }
 
+// Each task owns one input plane and scatters into it in output order, so
+// the window is not needed here.
 void CpuBackend::max_pool2d_backward(const Tensor& grad_out, const Tensor& argmax,
-                                     const Tensor& grad_in) {
+                                     const Tensor& grad_in, PoolWindow /*window*/) {
   const Planes g(grad_in, grad_out);
   dispatch_floating(grad_out.dtype(), "max_pool2d_backward", [&]<typename T>() {
     const T* gop = grad_out.data<T>();

@@ -18,22 +18,6 @@ void GpuBackend::matmul(const Tensor& /*a*/, const Tensor& /*b*/, const Tensor& 
   CK_FAIL("matmul: no GPU kernel yet");
 }
 
-void GpuBackend::max_pool2d_forward(const Tensor& /*x*/, const Tensor& /*out*/, const Tensor& /*argmax*/, PoolWindow /*window*/) {
-  CK_FAIL("max_pool2d_forward: no GPU kernel yet");
-}
-
-void GpuBackend::max_pool2d_backward(const Tensor& /*grad_out*/, const Tensor& /*argmax*/, const Tensor& /*grad_in*/) {
-  CK_FAIL("max_pool2d_backward: no GPU kernel yet");
-}
-
-void GpuBackend::avg_pool2d_forward(const Tensor& /*x*/, const Tensor& /*out*/, PoolWindow /*window*/) {
-  CK_FAIL("avg_pool2d_forward: no GPU kernel yet");
-}
-
-void GpuBackend::avg_pool2d_backward(const Tensor& /*grad_out*/, const Tensor& /*grad_in*/, PoolWindow /*window*/) {
-  CK_FAIL("avg_pool2d_backward: no GPU kernel yet");
-}
-
 void GpuBackend::batch_norm_stats(const Tensor& /*x*/, const Tensor& /*mean*/, const Tensor& /*var*/) {
   CK_FAIL("batch_norm_stats: no GPU kernel yet");
 }
@@ -48,10 +32,6 @@ void GpuBackend::batch_norm_backward_reduce(const Tensor& /*grad_out*/, const Te
 
 void GpuBackend::batch_norm_backward_input(const Tensor& /*grad_out*/, const Tensor& /*x*/, const Tensor& /*mean*/, const Tensor& /*invstd*/, const Tensor& /*weight*/, const Tensor& /*sum_dy*/, const Tensor& /*sum_dy_xmu*/, const Tensor& /*grad_in*/) {
   CK_FAIL("batch_norm_backward_input: no GPU kernel yet");
-}
-
-void GpuBackend::dropout_mask(const Tensor& /*out*/, std::uint64_t /*seed*/, std::uint64_t /*offset*/, double /*p*/) {
-  CK_FAIL("dropout_mask: no GPU kernel yet");
 }
 
 void GpuBackend::softmax_forward(const Tensor& /*x*/, std::int64_t /*dim*/, bool /*log*/, const Tensor& /*out*/) {

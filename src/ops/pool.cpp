@@ -68,9 +68,10 @@ Tensor max_pool2d(const Tensor& x, const Pool2dParams& params) {
   const Tensor argmax = detail::new_empty(r.out_shape, x, DType::int64);
   if (out.numel() > 0) detail::backend_of(x).max_pool2d_forward(x.detach().contiguous(), out, argmax, r.window);
   // argmax is private to this node, so it needs no SavedTensor version check.
-  return record(out, "MaxPool2dBackward", {x}, [argmax, in_shape = x.shape()](const Tensor& g) {
+  return record(out, "MaxPool2dBackward", {x}, [argmax, window = r.window, in_shape = x.shape()](const Tensor& g) {
     Tensor grad_in = detail::new_empty(in_shape, g);
-    if (grad_in.numel() > 0) detail::backend_of(g).max_pool2d_backward(g.contiguous(), argmax, grad_in);
+    if (grad_in.numel() > 0)
+      detail::backend_of(g).max_pool2d_backward(g.contiguous(), argmax, grad_in, window);
     return V{grad_in};
   });
 }

@@ -2,8 +2,10 @@
 
 #include <cmath>
 
+#include "convkit/backend/backend.h"
 #include "convkit/ops/elementwise.h"
 #include "convkit/ops/factory.h"
+#include "optim/fused_checks.h"
 
 namespace convkit::optim {
 
@@ -44,6 +46,39 @@ void adam_update(const Tensor& param, const Tensor& grad, Tensor& exp_avg, Tenso
   p.add_(exp_avg / denom, -step_size);
 }
 
+void fused_adam_update(const Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                       std::int64_t step, double lr, double weight_decay, bool decoupled_weight_decay,
+                       const AdamOptions& o) {
+  detail::check_param_and_grad("fused_adam_update", param, grad);
+  CK_CHECK(step >= 1, "fused_adam_update: step counts from 1, got ", step);
+  if (!param.is_contiguous()) {
+    adam_update(param, grad, exp_avg, exp_avg_sq, step, lr, weight_decay, decoupled_weight_decay, o);
+    return;
+  }
+  for (Tensor* buffer : {&exp_avg, &exp_avg_sq}) {
+    if (!buffer->defined()) {
+      *buffer = zeros_like(param);
+    } else {
+      detail::prepare_buffer("fused_adam_update", buffer == &exp_avg ? "exp_avg" : "exp_avg_sq", param, *buffer);
+    }
+  }
+  const double t = static_cast<double>(step);
+  AdamStep s;
+  s.lr = lr;
+  s.beta1 = o.beta1_;
+  s.beta2 = o.beta2_;
+  s.eps = o.eps_;
+  s.weight_decay = weight_decay;
+  s.decoupled_weight_decay = decoupled_weight_decay;
+  s.bias_correction1 = 1.0 - std::pow(o.beta1_, t);
+  s.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(o.beta2_, t));
+  if (param.numel() == 0) return;
+  backend_for(param.device()).adam_update(param, grad.contiguous(), exp_avg, exp_avg_sq, s);
+  param.storage()->bump_version();
+  exp_avg.storage()->bump_version();
+  exp_avg_sq.storage()->bump_version();
+}
+
 Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
     : Adam(std::vector<ParamGroup>{ParamGroup{std::move(params), {}, {}}}, options) {}
 
@@ -58,8 +93,8 @@ Adam::Adam(const char* name, std::vector<ParamGroup> groups, const AdamOptions& 
 void Adam::update(const Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) {
   Tensor& exp_avg = state.slot("exp_avg");
   Tensor& exp_avg_sq = state.slot("exp_avg_sq");
-  adam_update(param, grad, exp_avg, exp_avg_sq, state.step, *group.lr, *group.weight_decay, decoupled_,
-              options_);
+  const auto rule = options_.fused_ ? fused_adam_update : adam_update;
+  rule(param, grad, exp_avg, exp_avg_sq, state.step, *group.lr, *group.weight_decay, decoupled_, options_);
 }
 
 AdamW::AdamW(std::vector<Tensor> params, const AdamOptions& options)

@@ -1,6 +1,9 @@
 #include "convkit/optim/sgd.h"
 
+#include "convkit/backend/backend.h"
 #include "convkit/ops/elementwise.h"
+#include "convkit/ops/factory.h"
+#include "optim/fused_checks.h"
 
 namespace convkit::optim {
 
@@ -31,6 +34,33 @@ void sgd_update(const Tensor& param, const Tensor& grad, Tensor& momentum_buffer
   p.add_(d_p, -lr);
 }
 
+void fused_sgd_update(const Tensor& param, const Tensor& grad, Tensor& momentum_buffer, double lr,
+                      double weight_decay, const SGDOptions& o) {
+  detail::check_param_and_grad("fused_sgd_update", param, grad);
+  if (!param.is_contiguous()) {
+    sgd_update(param, grad, momentum_buffer, lr, weight_decay, o);
+    return;
+  }
+  SgdStep step;
+  step.lr = lr;
+  step.weight_decay = weight_decay;
+  step.momentum = o.momentum_;
+  step.dampening = o.dampening_;
+  step.nesterov = o.nesterov_;
+  if (o.momentum_ != 0) {
+    step.first_step = !momentum_buffer.defined();
+    if (step.first_step) {
+      momentum_buffer = empty_like(param);
+    } else {
+      detail::prepare_buffer("fused_sgd_update", "momentum buffer", param, momentum_buffer);
+    }
+  }
+  if (param.numel() == 0) return;
+  backend_for(param.device()).sgd_update(param, grad.contiguous(), momentum_buffer, step);
+  param.storage()->bump_version();
+  if (momentum_buffer.defined()) momentum_buffer.storage()->bump_version();
+}
+
 SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
     : SGD(std::vector<ParamGroup>{ParamGroup{std::move(params), {}, {}}}, options) {}
 
@@ -38,12 +68,13 @@ SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& options)
     : Optimizer("SGD", std::move(groups), checked(options).lr_, options.weight_decay_), options_(options) {}
 
 void SGD::update(const Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) {
+  const auto rule = options_.fused_ ? fused_sgd_update : sgd_update;
   if (options_.momentum_ == 0) {
     Tensor none;
-    sgd_update(param, grad, none, *group.lr, *group.weight_decay, options_);
+    rule(param, grad, none, *group.lr, *group.weight_decay, options_);
     return;
   }
-  sgd_update(param, grad, state.slot("momentum_buffer"), *group.lr, *group.weight_decay, options_);
+  rule(param, grad, state.slot("momentum_buffer"), *group.lr, *group.weight_decay, options_);
 }
 
 }  // namespace convkit::optim

@@ -179,6 +179,13 @@ std::vector<Case> cases() {
       {"adamw", adamw(AdamWOptions(0.01)), [] { return adam_ref(0.9, 0.999, 1e-8, true); }, 0.01, 0.01},
       {"adamw_decay", adamw(AdamWOptions(0.02).betas(0.85, 0.99).weight_decay(0.3)),
        [] { return adam_ref(0.85, 0.99, 1e-8, true); }, 0.02, 0.3},
+      // The composed reference twins (fused(false)) follow the same rules.
+      {"sgd_nesterov_composed", sgd(SGDOptions(0.1).momentum(0.9).nesterov().weight_decay(0.05).fused(false)),
+       [] { return sgd_ref(0.9, 0, true); }, 0.1, 0.05},
+      {"adam_l2_composed", adam(AdamOptions(0.02).betas(0.8, 0.95).eps(1e-6).weight_decay(0.1).fused(false)),
+       [] { return adam_ref(0.8, 0.95, 1e-6, false); }, 0.02, 0.1},
+      {"adamw_composed", adamw(AdamWOptions(0.02).betas(0.85, 0.99).weight_decay(0.3).fused(false)),
+       [] { return adam_ref(0.85, 0.99, 1e-8, true); }, 0.02, 0.3},
       {"rmsprop", rms(RMSpropOptions(0.01)), [] { return rmsprop_ref(0.99, 1e-8, 0, false); }, 0.01, 0},
       {"rmsprop_momentum", rms(RMSpropOptions(0.01).alpha(0.9).momentum(0.5)),
        [] { return rmsprop_ref(0.9, 1e-8, 0.5, false); }, 0.01, 0},

@@ -71,9 +71,12 @@ class Backend {
   // that takes v when v > best or v is NaN (torch's rule: the first maximum, or the last NaN).
   virtual void max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& argmax,
                                   PoolWindow window) = 0;
-  // grad_in = 0, then grad_in[n, c, argmax[n, c, i]] += grad_out[n, c, i].
+  // grad_in = 0, then grad_in[n, c, argmax[n, c, i]] += grad_out[n, c, i], in
+  // order of i. `window` is the forward's: with it a GPU kernel can gather
+  // (each input element reads the outputs whose windows cover it) instead of
+  // scattering with atomics, which would race where windows overlap.
   virtual void max_pool2d_backward(const Tensor& grad_out, const Tensor& argmax,
-                                   const Tensor& grad_in) = 0;
+                                   const Tensor& grad_in, PoolWindow window) = 0;
   // Average pooling. The divisor is the window clipped to the padded input
   // (count_include_pad) or to the input itself; a window with nothing inside gives 0.
   virtual void avg_pool2d_forward(const Tensor& x, const Tensor& out, PoolWindow window) = 0;
@@ -125,6 +128,17 @@ class Backend {
   virtual void cross_entropy_backward(const Tensor& logits, const Tensor& targets,
                                       const Tensor& lse, const Tensor& grad_loss,
                                       double label_smoothing, const Tensor& grad_logits) = 0;
+
+  // ---- optimizer updates: one fused in-place step per parameter tensor, the
+  // rules of src/optim element by element (convkit/backend/optimizer_math.h).
+  // param, grad and the state buffers are contiguous, of one shape, dtype
+  // (float32 or float64) and device; param and the buffers are updated in place.
+  // momentum_buffer is undefined when step.momentum == 0; with
+  // step.first_step its contents are ignored and overwritten.
+  virtual void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                          SgdStep step) = 0;
+  virtual void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                           const Tensor& exp_avg_sq, AdamStep step) = 0;
 
   // ---- convolution (convkit/ops/conv.h; one page per algorithm in
   // docs/algorithms/). x, w, y, dy, dx, dw are contiguous and laid out as in

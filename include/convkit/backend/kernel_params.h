@@ -37,4 +37,26 @@ struct PoolWindow {
   bool count_include_pad = true;      // average pooling only
 };
 
+// One fused SGD step over one parameter tensor (Backend::sgd_update), the rule
+// of optim::sgd_update element by element (convkit/backend/optimizer_math.h).
+struct SgdStep {
+  double lr = 0;
+  double weight_decay = 0;  // L2, folded into the gradient; 0: none
+  double momentum = 0;      // 0: plain SGD, no buffer
+  double dampening = 0;
+  bool nesterov = false;
+  bool first_step = false;  // the momentum buffer holds nothing yet and becomes the gradient
+};
+
+// One fused Adam/AdamW step (Backend::adam_update). The bias corrections of
+// the step t come from the host, computed once per tensor in double.
+struct AdamStep {
+  double lr = 0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double weight_decay = 0;
+  bool decoupled_weight_decay = false;  // AdamW: p *= 1 - lr * weight_decay; Adam: L2 in the gradient
+  double bias_correction1 = 1;          // 1 - beta1^t
+  double bias_correction2_sqrt = 1;     // sqrt(1 - beta2^t)
+};
+
 }  // namespace convkit

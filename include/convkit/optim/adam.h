@@ -18,20 +18,30 @@ struct AdamOptions {
   AdamOptions& betas(double beta1, double beta2) { beta1_ = beta1; beta2_ = beta2; return *this; }
   AdamOptions& eps(double v) { eps_ = v; return *this; }
   AdamOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
+  // One fused backend kernel per parameter (fused_adam_update, the default), or
+  // the composed reference built from tensor ops (adam_update).
+  AdamOptions& fused(bool v = true) { fused_ = v; return *this; }
 
   double lr_;
   double beta1_ = 0.9;
   double beta2_ = 0.999;
   double eps_ = 1e-8;
   double weight_decay_ = 0.0;
+  bool fused_ = true;
 };
 
 // The Adam/AdamW rule for one parameter at step `step` (1-based), in place,
-// and the only place it is written (a fused kernel is checked against this).
-// `exp_avg` and `exp_avg_sq` are created (zeros) when undefined.
+// composed of tensor ops: the reference that the fused kernels are checked
+// against. `exp_avg` and `exp_avg_sq` are created (zeros) when undefined.
 void adam_update(const Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                  std::int64_t step, double lr, double weight_decay, bool decoupled_weight_decay,
                  const AdamOptions& options);
+// The same rule as one pass of the backend's fused kernel (Backend::adam_update);
+// agrees with adam_update up to the rounding of fused multiply-adds. A
+// non-contiguous parameter takes the composed path.
+void fused_adam_update(const Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                       std::int64_t step, double lr, double weight_decay, bool decoupled_weight_decay,
+                       const AdamOptions& options);
 
 class Adam : public Optimizer {
  public:

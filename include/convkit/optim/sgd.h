@@ -20,19 +20,28 @@ struct SGDOptions {
   SGDOptions& dampening(double v) { dampening_ = v; return *this; }
   SGDOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
   SGDOptions& nesterov(bool v = true) { nesterov_ = v; return *this; }
+  // One fused backend kernel per parameter (fused_sgd_update, the default), or
+  // the composed reference built from tensor ops (sgd_update).
+  SGDOptions& fused(bool v = true) { fused_ = v; return *this; }
 
   double lr_;
   double momentum_ = 0.0;
   double dampening_ = 0.0;
   double weight_decay_ = 0.0;
   bool nesterov_ = false;
+  bool fused_ = true;
 };
 
-// The SGD rule for one parameter, in place, and the only place it is written
-// (a fused kernel is checked against this). `momentum_buffer` is created on
-// the first call when momentum is on.
+// The SGD rule for one parameter, in place, composed of tensor ops: the
+// reference that the fused kernels are checked against. `momentum_buffer` is
+// created on the first call when momentum is on.
 void sgd_update(const Tensor& param, const Tensor& grad, Tensor& momentum_buffer, double lr,
                 double weight_decay, const SGDOptions& options);
+// The same rule as one pass of the backend's fused kernel (Backend::sgd_update);
+// agrees with sgd_update up to the rounding of fused multiply-adds. A
+// non-contiguous parameter takes the composed path.
+void fused_sgd_update(const Tensor& param, const Tensor& grad, Tensor& momentum_buffer, double lr,
+                      double weight_decay, const SGDOptions& options);
 
 class SGD : public Optimizer {
  public:

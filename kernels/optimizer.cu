@@ -1,0 +1,178 @@
+// Fused optimizer updates: one kernel reads a parameter, its gradient and its
+// state buffers once and writes the parameter and the buffers once, where the
+// composed rule (src/optim) launches one elementwise kernel per tensor op and
+// round-trips every intermediate through memory (SGD with momentum: 5 launches;
+// Adam: about 10, each a full pass).
+//
+// The floor is memory traffic; the arithmetic (optimizer_math.h) is a few
+// flops per element:
+//   SGD with momentum: read p, g, buf; write p, buf = 5 n sizeof(T) bytes, ~6 flops/element
+//   SGD without:       read p, g; write p          = 3 n sizeof(T) bytes, ~3 flops/element
+//   Adam / AdamW:      read p, g, m, v; write p, m, v = 7 n sizeof(T) bytes,
+//                      ~12 flops + one sqrt + one divide per element
+//
+// v1: one element per thread per grid-stride step, scalar loads. Consecutive
+//     threads touch consecutive elements, so every access coalesces.
+// v2: 16 bytes per thread per step (4 floats or 2 doubles): one 128-bit load
+//     or store per array instead of four 32-bit ones, a quarter of the memory
+//     instructions in flight for the same bytes. Needs 16-byte aligned arrays;
+//     the last n % 4 (or n % 2) elements take the scalar path.
+#include "convkit/backend/kernel_versions.h"
+#include "convkit/backend/optimizer_math.h"
+#include "kernels/dispatch.cuh"
+#include "kernels/optimizer.cuh"
+#include "kernels/tensor_view.cuh"
+
+namespace convkit::CK_GPU_NS {
+
+namespace {
+
+using optim_math::AdamScalars;
+using optim_math::SgdScalars;
+
+// 16 bytes of T, loaded and stored as one vector access.
+template <typename T>
+struct alignas(16) Pack {
+  static constexpr int kSize = 16 / static_cast<int>(sizeof(T));
+  T v[kSize];
+};
+
+__device__ __forceinline__ std::int64_t grid_start() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ std::int64_t grid_step() {
+  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
+
+// ---- v1: scalar
+template <typename T>
+__global__ void sgd_v1(SgdScalars<T> s, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ buf,
+                       std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_step()) {
+    T no_buffer = T(0);
+    optim_math::sgd_element(s, p[i], g[i], buf ? buf[i] : no_buffer);
+  }
+}
+
+template <typename T>
+__global__ void adam_v1(AdamScalars<T> s, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m,
+                        T* __restrict__ v, std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_step()) optim_math::adam_element(s, p[i], g[i], m[i], v[i]);
+}
+
+// ---- v2: 16-byte vectors; the n % kSize tail runs the scalar rule.
+template <typename T>
+__global__ void sgd_v2(SgdScalars<T> s, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ buf,
+                       std::int64_t n) {
+  using P = Pack<T>;
+  const std::int64_t packs = n / P::kSize;
+  P* pp = reinterpret_cast<P*>(p);
+  const P* gp = reinterpret_cast<const P*>(g);
+  P* bp = reinterpret_cast<P*>(buf);
+  for (std::int64_t i = grid_start(); i < packs; i += grid_step()) {
+    P pv = pp[i];
+    const P gv = gp[i];
+    P bv{};
+    if (bp) bv = bp[i];
+    CK_UNROLL for (int k = 0; k < P::kSize; ++k) optim_math::sgd_element(s, pv.v[k], gv.v[k], bv.v[k]);
+    pp[i] = pv;
+    if (bp) bp[i] = bv;
+  }
+  for (std::int64_t i = packs * P::kSize + grid_start(); i < n; i += grid_step()) {
+    T no_buffer = T(0);
+    optim_math::sgd_element(s, p[i], g[i], buf ? buf[i] : no_buffer);
+  }
+}
+
+template <typename T>
+__global__ void adam_v2(AdamScalars<T> s, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m,
+                        T* __restrict__ v, std::int64_t n) {
+  using P = Pack<T>;
+  const std::int64_t packs = n / P::kSize;
+  P* pp = reinterpret_cast<P*>(p);
+  const P* gp = reinterpret_cast<const P*>(g);
+  P* mp = reinterpret_cast<P*>(m);
+  P* vp = reinterpret_cast<P*>(v);
+  for (std::int64_t i = grid_start(); i < packs; i += grid_step()) {
+    P pv = pp[i], mv = mp[i], vv = vp[i];
+    const P gv = gp[i];
+    CK_UNROLL for (int k = 0; k < P::kSize; ++k) optim_math::adam_element(s, pv.v[k], gv.v[k], mv.v[k], vv.v[k]);
+    pp[i] = pv;
+    mp[i] = mv;
+    vp[i] = vv;
+  }
+  for (std::int64_t i = packs * P::kSize + grid_start(); i < n; i += grid_step())
+    optim_math::adam_element(s, p[i], g[i], m[i], v[i]);
+}
+
+constexpr int kVersions = 2;
+
+bool aligned16(const void* ptr) { return ptr == nullptr || reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
+
+// The version to run: an explicit one must be able to run these arrays; the
+// family's choice falls back to v1 for arrays v2 cannot load as vectors.
+int choose(const char* op, int version, bool vectors_ok) {
+  register_optimizer_kernels();
+  CK_CHECK(version >= 0 && version <= kVersions, op, ": the optimizer kernels have versions 1..", kVersions,
+           ", got ", version);
+  if (version == 0) {
+    const int chosen = kernel_version("optimizer");
+    return chosen == 2 && !vectors_ok ? 1 : chosen;
+  }
+  CK_CHECK(version != 2 || vectors_ok, op,
+           ": optimizer kernel v2 loads 16-byte vectors and needs every array 16-byte aligned");
+  return version;
+}
+
+}  // namespace
+
+void register_optimizer_kernels() {
+  static const bool registered = [] {
+    register_kernel_family({"optimizer", kVersions, 2,
+                            "v1 one element per thread, scalar loads; "
+                            "v2 16-byte vector loads and stores (aligned arrays)"});
+    return true;
+  }();
+  (void)registered;
+}
+
+void launch_sgd_update(DType dtype, void* param, const void* grad, void* momentum_buffer, std::int64_t n,
+                       const SgdStep& step, int version) {
+  CK_CHECK(n >= 0, "sgd_update: negative element count ", n);
+  CK_CHECK(step.momentum == 0 || momentum_buffer != nullptr, "sgd_update: momentum ", step.momentum,
+           " needs a momentum buffer");
+  const bool vectors_ok = aligned16(param) && aligned16(grad) && aligned16(momentum_buffer);
+  const int v = choose("sgd_update", version, vectors_ok);
+  if (n == 0) return;
+  dispatch_floating(dtype, "sgd_update", [&](auto t) {
+    using T = decltype(t);
+    const SgdScalars<T> s = optim_math::sgd_scalars<T>(step);
+    T* buf = step.momentum != 0 ? static_cast<T*>(momentum_buffer) : nullptr;
+    const std::int64_t items = v == 2 ? (n + Pack<T>::kSize - 1) / Pack<T>::kSize : n;
+    const LaunchShape shape = grid_stride_shape(items);
+    launch(v == 2 ? sgd_v2<T> : sgd_v1<T>, dim3(shape.blocks), dim3(shape.threads), 0, nullptr, s,
+           static_cast<T*>(param), static_cast<const T*>(grad), buf, n);
+  });
+}
+
+void launch_adam_update(DType dtype, void* param, const void* grad, void* exp_avg, void* exp_avg_sq,
+                        std::int64_t n, const AdamStep& step, int version) {
+  CK_CHECK(n >= 0, "adam_update: negative element count ", n);
+  CK_CHECK(step.bias_correction1 > 0 && step.bias_correction2_sqrt > 0,
+           "adam_update: bias corrections must be positive, got ", step.bias_correction1, " and ",
+           step.bias_correction2_sqrt);
+  const bool vectors_ok = aligned16(param) && aligned16(grad) && aligned16(exp_avg) && aligned16(exp_avg_sq);
+  const int v = choose("adam_update", version, vectors_ok);
+  if (n == 0) return;
+  dispatch_floating(dtype, "adam_update", [&](auto t) {
+    using T = decltype(t);
+    const AdamScalars<T> s = optim_math::adam_scalars<T>(step);
+    const std::int64_t items = v == 2 ? (n + Pack<T>::kSize - 1) / Pack<T>::kSize : n;
+    const LaunchShape shape = grid_stride_shape(items);
+    launch(v == 2 ? adam_v2<T> : adam_v1<T>, dim3(shape.blocks), dim3(shape.threads), 0, nullptr, s,
+           static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(exp_avg),
+           static_cast<T*>(exp_avg_sq), n);
+  });
+}
+
+}  // namespace convkit::CK_GPU_NS
