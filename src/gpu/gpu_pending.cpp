@@ -14,10 +14,6 @@ void GpuBackend::argmax(const Tensor& /*x*/, std::int64_t /*dim*/, const Tensor&
   CK_FAIL("argmax: no GPU kernel yet");
 }
 
-void GpuBackend::matmul(const Tensor& /*a*/, const Tensor& /*b*/, const Tensor& /*out*/) {
-  CK_FAIL("matmul: no GPU kernel yet");
-}
-
 void GpuBackend::batch_norm_stats(const Tensor& /*x*/, const Tensor& /*mean*/, const Tensor& /*var*/) {
   CK_FAIL("batch_norm_stats: no GPU kernel yet");
 }
@@ -61,7 +57,6 @@ ConvAlgo GpuBackend::conv2d_heuristic(const Conv2dDesc& /*desc*/, DType /*dtype*
 
 // Algorithms of gpu_conv_algorithm.h not written yet.
 const GpuConvAlgorithm& direct_gpu_conv_algorithm() { CK_FAIL("conv2d direct: no GPU kernel yet"); }
-const GpuConvAlgorithm& im2col_gemm_gpu_conv_algorithm() { CK_FAIL("conv2d im2col_gemm: no GPU kernel yet"); }
 const GpuConvAlgorithm& fft_gpu_conv_algorithm() { CK_FAIL("conv2d fft: no GPU kernel yet"); }
 
 }  // namespace convkit::CK_GPU_NS

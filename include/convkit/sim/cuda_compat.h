@@ -43,6 +43,10 @@
   extern __shared__ __align__(16) unsigned char ck_dynamic_shared_bytes[]; \
   T* const name = reinterpret_cast<T*>(ck_dynamic_shared_bytes)
 
+// `CK_UNROLL for (...)` asks nvcc to unroll a loop (#pragma unroll); g++
+// rejects that pragma under -Werror, so the sim build leaves unrolling to -O3.
+#define CK_UNROLL _Pragma("unroll")
+
 namespace convkit {
 
 template <typename... Params, typename... Args>
@@ -107,5 +111,6 @@ using convkit::sim::uint4;
 // The running block's exact-size, 0xFF-poisoned dynamic shared memory.
 #define CK_DYNAMIC_SHARED(T, name) \
   T* const name = static_cast<T*>(::convkit::sim::dynamic_shared_memory())
+#define CK_UNROLL
 
 #endif

@@ -1,0 +1,297 @@
+// im2col + GEMM convolution on the GPU: the cpu algorithm's plan
+// (src/cpu/conv/im2col_gemm_conv.cpp) with kernels for each step.
+//
+//   forward           y[n, g]  = w[g] * col(x[n])[g]               (+ bias)
+//   backward-data     dx[n]    = col2im( w[g]^T * dy[n, g] )
+//   backward-weights  dw[g]    = sum over n of dy[n, g] * col(x[n])[g]^T
+//
+// w[g] is group g's Kg x Cg*R*S filter matrix, dy[n, g] its Kg x P*Q block of
+// the output (gradient), col(x[n])[g] its Cg*R*S x P*Q block of image n's
+// column matrix (kernels/im2col.cuh). A 1x1, stride-1, unpadded convolution
+// needs no im2col: the image itself (C x H*W) is its column matrix.
+//
+// Images go through in chunks: im2col writes a whole chunk's column matrices
+// in one launch, and each group's product is one strided-batched GEMM over
+// the chunk (the filter matrix broadcast with batch stride 0), so a launch
+// has chunk times more blocks than a per-image GEMM would. The chunk size is
+// the largest (at most kMaxChunk, at most N) whose buffers fit in
+// desc.workspace_limit, a pure function of the descriptor like the cpu's lane
+// count, so workspace_bytes() never disagrees with a pass.
+//
+// Backward-weights sums over images. A chunk of c images uses c accumulator
+// slots: slot s receives images s, s + c, s + 2c, ... (the GEMM's beta is 0
+// for the first chunk, 1 after), and a last kernel adds the slots up in slot
+// order. That splits the reduction over images across blocks, in an order
+// fixed by the descriptor, so results are deterministic.
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "gpu/gpu_backend.h"
+#include "gpu/gpu_conv_algorithm.h"
+#include "kernels/dispatch.cuh"
+#include "kernels/gemm.cuh"
+#include "kernels/im2col.cuh"
+
+namespace convkit::CK_GPU_NS {
+namespace {
+
+// Enough images per GEMM launch to fill a large GPU even for small layers,
+// without making the column buffer of a large layer huge.
+constexpr std::int64_t kMaxChunk = 32;
+
+// Matrix sizes of one descriptor.
+struct GemmShape {
+  std::int64_t N, C, K, groups, Kg;
+  std::int64_t image;  // C*H*W: elements of one input image
+  std::int64_t plane;  // P*Q: columns of every product
+  std::int64_t depth;  // Cg*R*S: rows of one group's column block
+  bool image_is_col;   // 1x1, stride 1, no padding: skip im2col
+  explicit GemmShape(const Conv2dDesc& d)
+      : N(d.N), C(d.C), K(d.K), groups(d.groups), Kg(d.K_per_group()), image(d.C * d.H * d.W),
+        plane(d.P() * d.Q()), depth(d.C_per_group() * d.R * d.S),
+        image_is_col(d.R == 1 && d.S == 1 && d.stride_h == 1 && d.stride_w == 1 && d.pad_top == 0 &&
+                     d.pad_bottom == 0 && d.pad_left == 0 && d.pad_right == 0) {}
+  // Elements of one image's column matrix (its batch stride in the buffer).
+  std::int64_t col_stride() const { return image_is_col ? image : groups * depth * plane; }
+  std::int64_t col_elems() const { return image_is_col ? 0 : groups * depth * plane; }
+  std::int64_t dw_elems() const { return K * depth; }
+};
+
+// Slices of the workspace: the chunk's column matrices, then (backward-
+// weights with chunk > 1) its accumulator slots. Measures with base ==
+// nullptr, so workspace_bytes() and the passes share one layout.
+struct Layout {
+  void* cols = nullptr;
+  void* accumulators = nullptr;
+  std::size_t bytes = 0;
+};
+
+constexpr std::size_t kAlignment = 256;  // what cudaMalloc guarantees; keeps GEMM's vector loads
+
+Layout carve(const GemmShape& g, ConvPass pass, std::int64_t chunk, std::size_t elem, void* base) {
+  std::size_t offset = 0;
+  unsigned char* aligned = nullptr;
+  if (base != nullptr) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(base);
+    aligned = static_cast<unsigned char*>(base) + ((kAlignment - addr % kAlignment) % kAlignment);
+  }
+  auto take = [&](std::int64_t count) -> void* {
+    offset = (offset + kAlignment - 1) / kAlignment * kAlignment;
+    void* slice = aligned != nullptr && count > 0 ? aligned + offset : nullptr;
+    offset += static_cast<std::size_t>(count) * elem;
+    return slice;
+  };
+  Layout l;
+  l.cols = take(chunk * g.col_elems());
+  if (pass == ConvPass::backward_weights && chunk > 1) l.accumulators = take(chunk * g.dw_elems());
+  l.bytes = offset == 0 ? 0 : offset + kAlignment - 1;
+  return l;
+}
+
+#if defined(__CUDACC__)
+constexpr const char* kBackendName = "cuda";
+#else
+constexpr const char* kBackendName = "sim";
+#endif
+
+// "conv2d forward (sim, im2col_gemm)": the op name errors start with.
+std::string op_name(ConvPass pass) {
+  return detail::concat("conv2d ", conv_pass_name(pass), " (", kBackendName, ", im2col_gemm)");
+}
+
+// The largest chunk whose buffers fit in workspace_limit.
+std::int64_t plan_chunk(const Conv2dDesc& d, ConvPass pass, std::size_t elem) {
+  const GemmShape g(d);
+  for (std::int64_t chunk = std::min(d.N, kMaxChunk); chunk >= 1; --chunk)
+    if (carve(g, pass, chunk, elem, nullptr).bytes <= d.workspace_limit) return chunk;
+  CK_FAIL(op_name(pass), ": one image needs ", carve(g, pass, 1, elem, nullptr).bytes,
+          " bytes of workspace (column matrix C*R*S x P*Q = ", g.groups * g.depth, " x ", g.plane,
+          ") but workspace_limit is ", d.workspace_limit,
+          " bytes; raise Conv2dDesc::workspace_limit or use the direct algorithm; descriptor: ", d.str());
+}
+
+
+// What every pass checks before touching memory.
+void check_call(const Conv2dDesc& d, ConvPass pass, DType dtype, std::initializer_list<const Tensor*> required,
+                const Tensor& workspace, std::size_t needed) {
+  const std::string op = op_name(pass);
+  d.validate(op.c_str());
+  CK_CHECK(is_floating(dtype), op, ": dtype ", dtype, " is not supported (float32 or float64)");
+  for (const Tensor* t : required) {
+    CK_CHECK(t->defined(), op, ": a required tensor is undefined; descriptor ", d.str());
+    CK_CHECK(t->dtype() == dtype && t->is_contiguous(), op, ": tensors must be contiguous ", dtype, ", got ",
+             t->dtype(), " of shape ", t->shape());
+  }
+  const std::size_t have =
+      workspace.defined() ? static_cast<std::size_t>(workspace.numel()) * dtype_size(workspace.dtype()) : 0;
+  CK_CHECK(have >= needed, op, ": workspace of ", have, " bytes, ", needed, " needed; descriptor ", d.str());
+}
+
+// y[n0 .. n0+count) for one chunk of images: one GEMM per group.
+void forward_chunk(DType dtype, const GemmShape& g, const unsigned char* w, const unsigned char* cols,
+                   unsigned char* y, std::int64_t count, bool has_bias, std::size_t elem) {
+  for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+    GemmArgs a;
+    a.M = g.Kg;
+    a.N = g.plane;
+    a.K = g.depth;
+    a.batch = count;
+    a.a = w + grp * g.Kg * g.depth * elem;
+    a.lda = g.depth;
+    a.stride_a = 0;
+    a.b = cols + grp * g.depth * g.plane * elem;
+    a.ldb = g.plane;
+    a.stride_b = g.col_stride();
+    a.c = y + grp * g.Kg * g.plane * elem;
+    a.ldc = g.plane;
+    a.stride_c = g.K * g.plane;
+    a.beta = has_bias ? 1 : 0;  // y already holds the bias
+    launch_gemm(dtype, a);
+  }
+}
+
+class Im2colGemmGpuConv final : public GpuConvAlgorithm {
+ public:
+  Support supports(const Conv2dDesc& desc) const override {
+    try {
+      desc.validate("conv2d (GPU, im2col_gemm)");
+    } catch (const Error& e) {
+      return Support::no(e.what());
+    }
+    return Support::yes();
+  }
+
+  std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const override {
+    desc.validate(op_name(pass).c_str());
+    CK_CHECK(is_floating(dtype), op_name(pass), ": dtype ", dtype, " is not supported (float32 or float64)");
+    const std::size_t elem = dtype_size(dtype);
+    return carve(GemmShape(desc), pass, plan_chunk(desc, pass, elem), elem, nullptr).bytes;
+  }
+
+  void forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y,
+               const Tensor& workspace) const override {
+    const DType dtype = x.dtype();
+    check_call(d, ConvPass::forward, dtype, {&x, &w, &y}, workspace, workspace_bytes(d, dtype, ConvPass::forward));
+    CK_CHECK(!b.defined() || (b.dtype() == dtype && b.is_contiguous() && b.numel() == d.K), op_name(ConvPass::forward),
+             ": bias must be a contiguous ", dtype, " vector of ", d.K, " values, got ", b.dtype(), " of shape ",
+             b.shape());
+    const GemmShape g(d);
+    const std::size_t elem = dtype_size(dtype);
+    const std::int64_t chunk = plan_chunk(d, ConvPass::forward, elem);
+    const Layout l = carve(g, ConvPass::forward, chunk, elem, workspace.defined() ? workspace.raw_data() : nullptr);
+    const auto* xp = static_cast<const unsigned char*>(x.raw_data());
+    auto* yp = static_cast<unsigned char*>(y.raw_data());
+    for (std::int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+      const std::int64_t count = std::min(chunk, g.N - n0);
+      const unsigned char* cols = xp + n0 * g.image * elem;
+      if (!g.image_is_col) {
+        launch_im2col(dtype, d, cols, count, l.cols);
+        cols = static_cast<const unsigned char*>(l.cols);
+      }
+      unsigned char* y_chunk = yp + n0 * g.K * g.plane * elem;
+      if (b.defined()) launch_bias_fill(dtype, b.raw_data(), count, g.K, g.plane, y_chunk);
+      forward_chunk(dtype, g, static_cast<const unsigned char*>(w.raw_data()), cols, y_chunk, count, b.defined(),
+                    elem);
+    }
+  }
+
+  void backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, const Tensor& dx,
+                     const Tensor& workspace) const override {
+    const DType dtype = dy.dtype();
+    check_call(d, ConvPass::backward_data, dtype, {&dy, &w, &dx}, workspace,
+               workspace_bytes(d, dtype, ConvPass::backward_data));
+    const GemmShape g(d);
+    const std::size_t elem = dtype_size(dtype);
+    const std::int64_t chunk = plan_chunk(d, ConvPass::backward_data, elem);
+    const Layout l =
+        carve(g, ConvPass::backward_data, chunk, elem, workspace.defined() ? workspace.raw_data() : nullptr);
+    const auto* dyp = static_cast<const unsigned char*>(dy.raw_data());
+    const auto* wp = static_cast<const unsigned char*>(w.raw_data());
+    auto* dxp = static_cast<unsigned char*>(dx.raw_data());
+    for (std::int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+      const std::int64_t count = std::min(chunk, g.N - n0);
+      // Without im2col the column gradient is the image gradient itself.
+      unsigned char* dcols = g.image_is_col ? dxp + n0 * g.image * elem : static_cast<unsigned char*>(l.cols);
+      for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+        GemmArgs a;  // dcol[n, g] = w[g]^T * dy[n, g]
+        a.M = g.depth;
+        a.N = g.plane;
+        a.K = g.Kg;
+        a.batch = count;
+        a.trans_a = true;
+        a.a = wp + grp * g.Kg * g.depth * elem;
+        a.lda = g.depth;
+        a.stride_a = 0;
+        a.b = dyp + (n0 * g.K + grp * g.Kg) * g.plane * elem;
+        a.ldb = g.plane;
+        a.stride_b = g.K * g.plane;
+        a.c = dcols + grp * g.depth * g.plane * elem;
+        a.ldc = g.plane;
+        a.stride_c = g.col_stride();
+        launch_gemm(dtype, a);
+      }
+      if (!g.image_is_col) launch_col2im(dtype, d, dcols, count, dxp + n0 * g.image * elem);
+    }
+  }
+
+  void backward_weights(const Conv2dDesc& d, const Tensor& x, const Tensor& dy, const Tensor& dw,
+                        const Tensor& db, const Tensor& workspace) const override {
+    const DType dtype = x.dtype();
+    check_call(d, ConvPass::backward_weights, dtype, {&x, &dy, &dw}, workspace,
+               workspace_bytes(d, dtype, ConvPass::backward_weights));
+    const GemmShape g(d);
+    const std::size_t elem = dtype_size(dtype);
+    const std::int64_t chunk = plan_chunk(d, ConvPass::backward_weights, elem);
+    const Layout l =
+        carve(g, ConvPass::backward_weights, chunk, elem, workspace.defined() ? workspace.raw_data() : nullptr);
+    const auto* xp = static_cast<const unsigned char*>(x.raw_data());
+    const auto* dyp = static_cast<const unsigned char*>(dy.raw_data());
+    // One image at a time accumulates straight into dw.
+    auto* acc = static_cast<unsigned char*>(chunk > 1 ? l.accumulators : dw.raw_data());
+    for (std::int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+      const std::int64_t count = std::min(chunk, g.N - n0);
+      const unsigned char* cols = xp + n0 * g.image * elem;
+      if (!g.image_is_col) {
+        launch_im2col(dtype, d, cols, count, l.cols);
+        cols = static_cast<const unsigned char*>(l.cols);
+      }
+      for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+        GemmArgs a;  // slot[n mod chunk][g] (+)= dy[n, g] * col[n, g]^T
+        a.M = g.Kg;
+        a.N = g.depth;
+        a.K = g.plane;
+        a.batch = count;
+        a.a = dyp + (n0 * g.K + grp * g.Kg) * g.plane * elem;
+        a.lda = g.plane;
+        a.stride_a = g.K * g.plane;
+        a.trans_b = true;
+        a.b = cols + grp * g.depth * g.plane * elem;
+        a.ldb = g.plane;
+        a.stride_b = g.col_stride();
+        a.c = acc + grp * g.Kg * g.depth * elem;
+        a.ldc = g.depth;
+        a.stride_c = g.dw_elems();
+        a.beta = n0 == 0 ? 0 : 1;
+        launch_gemm(dtype, a);
+      }
+    }
+    if (chunk > 1) launch_sum_slices(dtype, l.accumulators, chunk, g.dw_elems(), dw.raw_data());
+    if (db.defined()) {
+      CK_CHECK(db.dtype() == dtype && db.is_contiguous() && db.numel() == d.K, op_name(ConvPass::backward_weights),
+               ": db must be a contiguous ", dtype, " vector of ", d.K, " values, got ", db.dtype(), " of shape ",
+               db.shape());
+      launch_bias_grad(dtype, dyp, g.N, g.K, g.plane, db.raw_data());
+    }
+  }
+};
+
+}  // namespace
+
+const GpuConvAlgorithm& im2col_gemm_gpu_conv_algorithm() {
+  static const Im2colGemmGpuConv instance;
+  return instance;
+}
+
+}  // namespace convkit::CK_GPU_NS
