@@ -584,7 +584,8 @@ std::shared_ptr<Module> build_module(const SpecNode& node) {
     // get the position; the spec's own errors carry it already.
     const std::string what = e.what();
     if (what.rfind("model spec:", 0) == 0) throw;
-    throw Error(args.where() + what);
+    // Constructor messages usually start with the type ("Conv2d: ..."); do not repeat it.
+    throw Error(what.rfind(node.type + ":", 0) == 0 ? at(node.position) + what : args.where() + what);
   }
   args.finish();
   CK_CHECK(module != nullptr, args.where(), "the registered builder returned no module");
