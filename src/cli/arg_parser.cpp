@@ -8,6 +8,12 @@
 
 namespace convkit::cli {
 
+bool help_requested(const Args& args) {
+  for (const std::string& a : args)
+    if (a == "--help" || a == "-h") return true;
+  return false;
+}
+
 ParsedArgs::ParsedArgs(const Args& args, std::string command,
                        const std::vector<OptionSpec>& options)
     : command_(std::move(command)) {

@@ -18,6 +18,9 @@ struct OptionSpec {
   bool takes_value;
 };
 
+// True when args hold --help or -h: the command prints its usage and exits 0.
+bool help_requested(const Args& args);
+
 class ParsedArgs {
  public:
   // Accepts "--name value" and "--name=value" for options with a value.

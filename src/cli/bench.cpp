@@ -92,7 +92,21 @@ int bench_train(const Args& args) {
 
 }  // namespace
 
+constexpr const char* kBenchUsage =
+    "usage: convkit bench train MODEL [options]\n"
+    "Training throughput (forward, backward, optimizer step) on synthetic data.\n"
+    "  --device D        cpu (default), sim, cuda, cuda:N\n"
+    "  --batch B         batch size (64)\n"
+    "  --steps N         timed steps (20), after --warmup W steps (2)\n"
+    "  --algo A          convolution algorithm\n"
+    "  --optimizer O     adam (default), adamw, sgd, rmsprop\n"
+    "  --json            end with one line of JSON\n";
+
 int run_bench(const Args& args) {
+  if (help_requested(args)) {
+    std::fputs(kBenchUsage, stdout);
+    return 0;
+  }
   CK_CHECK(!args.empty(), "bench: missing what to benchmark (expected 'bench train MODEL ...')");
   if (args[0] == "train") return bench_train(Args(args.begin() + 1, args.end()));
   CK_FAIL("bench: unknown benchmark '", args[0], "' (expected train)");

@@ -14,7 +14,22 @@
 
 namespace convkit::cli {
 
+constexpr const char* kEvalUsage =
+    "usage: convkit eval CHECKPOINT [options]\n"
+    "Test loss and accuracy of a checkpoint, preprocessed as it stores.\n"
+    "  --data SPEC       as for train (default: the data set it was trained on)\n"
+    "  --device D        cpu (default), sim, cuda, cuda:N\n"
+    "  --algo A          convolution algorithm\n"
+    "  --batch B         batch size (256)\n"
+    "  --workers W       data loader threads (1)\n"
+    "  --seed S          split seed for an image folder without train/test (default: the training seed)\n"
+    "  --json            end with one line of JSON\n";
+
 int run_eval(const Args& args) {
+  if (help_requested(args)) {
+    std::fputs(kEvalUsage, stdout);
+    return 0;
+  }
   const ParsedArgs p(args, "eval",
                      {{"data", true}, {"device", true}, {"algo", true}, {"batch", true},
                       {"workers", true}, {"seed", true}, {"json", false}});

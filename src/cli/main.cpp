@@ -29,6 +29,7 @@ namespace {
 void usage(std::FILE* to) {
   std::fprintf(to, "usage: convkit [--version] <command> [args]\n\ncommands:\n");
   for (const Command& c : commands()) std::fprintf(to, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(to, "\n'convkit <command> --help' lists a command's options.\n");
 }
 
 }  // namespace

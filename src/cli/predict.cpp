@@ -16,7 +16,18 @@
 
 namespace convkit::cli {
 
+constexpr const char* kPredictUsage =
+    "usage: convkit predict CHECKPOINT IMAGE... [options]\n"
+    "Class probabilities of PNG / JPEG files, preprocessed as the checkpoint stores.\n"
+    "  --device D        cpu (default), sim, cuda, cuda:N\n"
+    "  --top K           print the K most likely classes (default: all)\n"
+    "  --json            end with one line of JSON\n";
+
 int run_predict(const Args& args) {
+  if (help_requested(args)) {
+    std::fputs(kPredictUsage, stdout);
+    return 0;
+  }
   const ParsedArgs p(args, "predict", {{"device", true}, {"top", true}, {"json", false}});
   p.expect_positional(2, static_cast<std::size_t>(-1), "CHECKPOINT IMAGE...");
   const std::string path = p.positional()[0];

@@ -13,7 +13,15 @@
 
 namespace convkit::cli {
 
+constexpr const char* kSummaryUsage =
+    "usage: convkit summary MODEL|CHECKPOINT [--input C,H,W]\n"
+    "The layer table (output shapes, parameter counts) of a zoo model or a checkpoint.\n";
+
 int run_summary(const Args& args) {
+  if (help_requested(args)) {
+    std::fputs(kSummaryUsage, stdout);
+    return 0;
+  }
   const ParsedArgs parsed(args, "summary", {{"input", true}});
   parsed.expect_positional(1, 1, "MODEL (a zoo name or a checkpoint file)");
   const std::string& what = parsed.positional()[0];

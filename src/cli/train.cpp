@@ -47,7 +47,32 @@ std::string history_json(const train::History& history) {
 
 }  // namespace
 
+constexpr const char* kTrainUsage =
+    "usage: convkit train MODEL [options]\n"
+    "Trains a zoo model, then reports test loss, accuracy and training images/s.\n"
+    "  --data SPEC       fashion-mnist[:DIR] (default), cifar10:DIR, folder:DIR\n"
+    "  --device D        cpu (default), sim, cuda, cuda:N\n"
+    "  --algo A          convolution algorithm: automatic (default), direct, im2col_gemm, fft\n"
+    "  --batch B         batch size (64)\n"
+    "  --epochs E        epochs (5)\n"
+    "  --lr LR           learning rate (0.001; sgd 0.01)\n"
+    "  --optimizer O     adam (default), adamw, sgd (momentum 0.9), rmsprop\n"
+    "  --schedule S      cosine (default, decays to 0 over the run) or constant\n"
+    "  --augment         random shifts and flips (and rotation, shear, zoom for folders)\n"
+    "  --workers W       data loader threads (1)\n"
+    "  --seed S          seed of the weights, shuffles and augmentation (1)\n"
+    "  --limit N         train on N images (a seeded subset); --test-limit N likewise\n"
+    "  --no-validation   skip the validation pass after each epoch\n"
+    "  --out DIR         write log.csv, last.ckpt, best.ckpt (and profile.txt)\n"
+    "  --profile         per-layer forward/backward times\n"
+    "  --progress P      auto (default: a bar on a terminal, else a line per epoch), bar, lines, none\n"
+    "  --json            end with one line of JSON\n";
+
 int run_train(const Args& args) {
+  if (help_requested(args)) {
+    std::fputs(kTrainUsage, stdout);
+    return 0;
+  }
   const auto started = std::chrono::steady_clock::now();
   const ParsedArgs p(args, "train",
                      {{"data", true}, {"device", true}, {"algo", true}, {"batch", true},

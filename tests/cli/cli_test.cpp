@@ -60,6 +60,15 @@ TEST(Cli, NoArgumentsPrintsUsageAndFails) {
     EXPECT_NE(r.err.find(command), std::string::npos) << command;
 }
 
+TEST(Cli, EveryCommandHasHelp) {
+  for (const char* command : {"train", "eval", "predict", "bench", "summary"}) {
+    const CommandResult r = convkit(std::string(command) + " --help");
+    EXPECT_EQ(r.status, 0) << command;
+    EXPECT_EQ(r.out.rfind(std::string("usage: convkit ") + command, 0), 0u) << r.out;
+  }
+  EXPECT_NE(convkit("train --help").out.find("--epochs E"), std::string::npos);
+}
+
 TEST(Cli, BadArgumentsAreOneLineErrors) {
   expect_one_line_error("frobnicate", "unknown command 'frobnicate'");
   expect_one_line_error("summary", "missing MODEL");
