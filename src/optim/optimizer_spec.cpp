@@ -32,6 +32,13 @@ bool bool_option(nn::SpecArgs& args, const char* key) {
   return v->as_bool(key);
 }
 
+// The fused kernel and the composed ops round differently, so a resumed run
+// must use the same one. Optional, so that specs written without it still load.
+bool fused_option(nn::SpecArgs& args) {
+  const nn::SpecValue* v = args.take("fused");
+  return v ? v->as_bool("fused") : true;
+}
+
 std::vector<ParamGroup> split_groups(nn::SpecArgs& args, std::vector<Tensor> params) {
   const nn::SpecValue* groups = args.take("groups");
   CK_CHECK(groups != nullptr, args.where(), "missing option 'groups'");
@@ -59,20 +66,21 @@ std::string optimizer_spec(const Optimizer& optimizer) {
   if (const auto* adamw = dynamic_cast<const AdamW*>(&optimizer)) {
     const AdamOptions& o = adamw->options();
     return nn::SpecWriter("AdamW").key("lr").real(o.lr_).key("betas").reals({o.beta1_, o.beta2_})
-        .key("eps").real(o.eps_).key("weight_decay").real(o.weight_decay_).key("groups")
-        .ints(group_sizes(optimizer), false).str();
+        .key("eps").real(o.eps_).key("weight_decay").real(o.weight_decay_).key("fused").boolean(o.fused_)
+        .key("groups").ints(group_sizes(optimizer), false).str();
   }
   if (const auto* adam = dynamic_cast<const Adam*>(&optimizer)) {
     const AdamOptions& o = adam->options();
     return nn::SpecWriter("Adam").key("lr").real(o.lr_).key("betas").reals({o.beta1_, o.beta2_})
-        .key("eps").real(o.eps_).key("weight_decay").real(o.weight_decay_).key("groups")
-        .ints(group_sizes(optimizer), false).str();
+        .key("eps").real(o.eps_).key("weight_decay").real(o.weight_decay_).key("fused").boolean(o.fused_)
+        .key("groups").ints(group_sizes(optimizer), false).str();
   }
   if (const auto* sgd = dynamic_cast<const SGD*>(&optimizer)) {
     const SGDOptions& o = sgd->options();
     return nn::SpecWriter("SGD").key("lr").real(o.lr_).key("momentum").real(o.momentum_)
         .key("dampening").real(o.dampening_).key("weight_decay").real(o.weight_decay_)
-        .key("nesterov").boolean(o.nesterov_).key("groups").ints(group_sizes(optimizer), false).str();
+        .key("nesterov").boolean(o.nesterov_).key("fused").boolean(o.fused_).key("groups")
+        .ints(group_sizes(optimizer), false).str();
   }
   if (const auto* rms = dynamic_cast<const RMSprop*>(&optimizer)) {
     const RMSpropOptions& o = rms->options();
@@ -95,6 +103,7 @@ std::unique_ptr<Optimizer> build_optimizer(const std::string& spec, std::vector<
     CK_CHECK(b.size() == 2, args.where(betas), "betas must list 2 numbers, got ", betas->str());
     o.betas(b[0].as_real("beta1"), b[1].as_real("beta2"));
     o.eps(real_option(args, "eps")).weight_decay(real_option(args, "weight_decay"));
+    o.fused(fused_option(args));
     auto groups = split_groups(args, std::move(params));
     args.finish();
     if (node.type == "AdamW") {
@@ -106,6 +115,7 @@ std::unique_ptr<Optimizer> build_optimizer(const std::string& spec, std::vector<
     SGDOptions o(real_option(args, "lr"));
     o.momentum(real_option(args, "momentum")).dampening(real_option(args, "dampening"));
     o.weight_decay(real_option(args, "weight_decay")).nesterov(bool_option(args, "nesterov"));
+    o.fused(fused_option(args));
     auto groups = split_groups(args, std::move(params));
     args.finish();
     out = std::make_unique<SGD>(std::move(groups), o);

@@ -25,17 +25,17 @@ TEST(OptimizerSpec, EveryTypeRoundTrips) {
   const auto p = params(3);
   std::vector<std::unique_ptr<optim::Optimizer>> all;
   all.push_back(std::make_unique<optim::SGD>(
-      two_groups(p), optim::SGDOptions(0.1).momentum(0.9).dampening(0.1).weight_decay(1e-4).nesterov(false)));
+      two_groups(p), optim::SGDOptions(0.1).momentum(0.9).dampening(0.1).weight_decay(1e-4).nesterov(false).fused(false)));
   all.push_back(std::make_unique<optim::SGD>(p, optim::SGDOptions(0.1).momentum(0.9).nesterov()));
   all.push_back(std::make_unique<optim::Adam>(p, optim::AdamOptions(3e-4).betas(0.8, 0.99).eps(1e-7)));
   all.push_back(std::make_unique<optim::AdamW>(two_groups(p)));
   all.push_back(std::make_unique<optim::RMSprop>(
       p, optim::RMSpropOptions(1e-3).alpha(0.9).eps(1e-6).weight_decay(0.01).momentum(0.5).centered()));
   const std::vector<std::string> want = {
-      "SGD(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=1e-04, nesterov=false, groups=[2, 1])",
-      "SGD(lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.0, nesterov=true, groups=[3])",
-      "Adam(lr=3e-04, betas=[0.8, 0.99], eps=1e-07, weight_decay=0.0, groups=[3])",
-      "AdamW(lr=0.001, betas=[0.9, 0.999], eps=1e-08, weight_decay=0.01, groups=[2, 1])",
+      "SGD(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=1e-04, nesterov=false, fused=false, groups=[2, 1])",
+      "SGD(lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.0, nesterov=true, fused=true, groups=[3])",
+      "Adam(lr=3e-04, betas=[0.8, 0.99], eps=1e-07, weight_decay=0.0, fused=true, groups=[3])",
+      "AdamW(lr=0.001, betas=[0.9, 0.999], eps=1e-08, weight_decay=0.01, fused=true, groups=[2, 1])",
       "RMSprop(lr=0.001, alpha=0.9, eps=1e-06, weight_decay=0.01, momentum=0.5, centered=true, groups=[3])",
   };
   for (std::size_t i = 0; i < all.size(); ++i) {

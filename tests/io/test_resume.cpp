@@ -116,6 +116,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"adam", [](std::vector<Tensor> p) -> std::unique_ptr<optim::Optimizer> {
                return std::make_unique<optim::Adam>(std::move(p), optim::AdamOptions(1e-2).weight_decay(1e-3));
              }},
+        Case{"adam_composed", [](std::vector<Tensor> p) -> std::unique_ptr<optim::Optimizer> {
+               return std::make_unique<optim::AdamW>(std::move(p), optim::AdamOptions(1e-2).fused(false));
+             }},
         Case{"sgd_nesterov", [](std::vector<Tensor> p) -> std::unique_ptr<optim::Optimizer> {
                return std::make_unique<optim::SGD>(std::move(p), optim::SGDOptions(0.05).momentum(0.9).nesterov());
              }},

@@ -1,7 +1,7 @@
 #pragma once
 // Optimizers as data, for checkpoints: the type and hyper-parameters in the
 // spec syntax of convkit/nn/model_spec.h, e.g.
-//   Adam(lr=0.001, betas=[0.9, 0.999], eps=1e-08, weight_decay=0.0, groups=[10])
+//   Adam(lr=0.001, betas=[0.9, 0.999], eps=1e-08, weight_decay=0.0, fused=true, groups=[10])
 // `groups` lists how many parameters each param group holds; build_optimizer
 // splits the parameters it is given in that order, so a model's
 // parameters() rebuild the groups of an optimizer made over them in order.
