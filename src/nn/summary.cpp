@@ -109,8 +109,10 @@ std::string ModelSummary::str() const {
     shape_width = std::max(shape_width, shapes.back().size());
     param_width = std::max(param_width, counts.back().size());
   }
-  name_width += 3;
-  shape_width += 3;
+  // Keras-like minimum widths, wider when a name or shape needs it.
+  name_width = std::max<std::size_t>(name_width + 3, 30);
+  shape_width = std::max<std::size_t>(shape_width + 3, 24);
+  param_width = std::max<std::size_t>(param_width, 10);
   const std::size_t width = name_width + shape_width + param_width;
 
   std::ostringstream os;
