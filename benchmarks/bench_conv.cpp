@@ -1,0 +1,288 @@
+// Convolution algorithms x devices x passes x layers, from the layer sets in
+// benchmarks/layer_sets.txt. One benchmark per combination, named
+//   conv/<set>/<layer>/<device>/<algo>/<fwd|bwd-data|bwd-weights>
+// so that --benchmark_filter picks any slice (a layer, a device, a pass).
+//
+// Each benchmark, before it is timed:
+//   - skips itself with the backend's supports() reason when the algorithm
+//     cannot run the layer (or its workspace exceeds the limit);
+//   - runs the pass once and checks the result against float64 sums at a
+//     sample of elements (conv_check.h); a wrong result skips the benchmark
+//     with the worst element, so a fast wrong algorithm never gets a figure;
+//   - runs once more on every copy of its operands (warm-up: first-touch page
+//     faults, the FFT's plans, the GPU's caching allocator).
+// The timed loop cycles through enough operand copies that the caches start
+// cold each iteration (--rotate-mib), and synchronizes a GPU after every pass.
+//
+// Counters: gflops (2*N*K*(C/groups)*R*S*P*Q per pass, per second),
+// max_rel_error (conv_check.h), workspace_bytes, floor_bytes (the bytes the
+// pass must read and write at least: its operands once each), flop_per_byte
+// (arithmetic intensity against that floor: far above the machine's
+// FLOP/byte ratio means compute-bound), heuristic (1 when this is the
+// algorithm `automatic` would pick). The label holds the algorithm and the
+// layer's geometry for the report.
+//
+// sim runs the CUDA kernels on the CPU emulator: it is here as a correctness
+// smoke (one iteration, labelled so) and its time means nothing for a GPU.
+#include <benchmark/benchmark.h>
+
+#include <convkit/convkit.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "suite_support.h"
+#include "conv_check.h"
+#include "convkit/backend/backend.h"
+#include "layer_sets.h"
+
+using namespace convkit;
+using namespace convkit::bench;
+
+namespace {
+
+struct ConvCase {
+  std::string set, layer;
+  Conv2dDesc desc;  // batch already scaled
+  std::int64_t count = 1;
+  Device device;
+  ConvAlgo algo = ConvAlgo::direct;
+  ConvPass pass = ConvPass::forward;
+  std::size_t rotate_bytes = 0;
+  bool check = true;
+};
+
+const char* pass_short_name(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::forward: return "fwd";
+    case ConvPass::backward_data: return "bwd-data";
+    case ConvPass::backward_weights: return "bwd-weights";
+  }
+  return "?";
+}
+
+ConvPass parse_pass(const std::string& name) {
+  for (ConvPass p : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
+    if (name == pass_short_name(p)) return p;
+  CK_FAIL("unknown pass '", name, "'; the passes are fwd, bwd-data, bwd-weights");
+}
+
+// The geometry the report reads back, as key=value words.
+std::string geometry(const Conv2dDesc& d, std::int64_t count) {
+  std::ostringstream os;
+  os << "N=" << d.N << " C=" << d.C << " H=" << d.H << " W=" << d.W << " K=" << d.K << " R=" << d.R
+     << " S=" << d.S << " stride=" << d.stride_h << "x" << d.stride_w << " pad=" << d.pad_top << ","
+     << d.pad_bottom << "," << d.pad_left << "," << d.pad_right << " P=" << d.P() << " Q=" << d.Q()
+     << " count=" << count;
+  return os.str();
+}
+
+// One copy of a pass's operands on the device. Inputs are uniform in [-1, 1).
+struct Operands {
+  Tensor x, w, b, dy;  // inputs (those the pass reads)
+  Tensor out, db;      // y, dx or dw; db with bias
+
+  Operands(const Conv2dDesc& d, ConvPass pass, Device device) {
+    const TensorOptions opts = TensorOptions().device(device);
+    const Shape xs{d.N, d.C, d.H, d.W}, ws{d.K, d.C_per_group(), d.R, d.S}, ys{d.N, d.K, d.P(), d.Q()};
+    switch (pass) {
+      case ConvPass::forward:
+        x = uniform(xs, -1, 1, opts);
+        w = uniform(ws, -1, 1, opts);
+        b = uniform({d.K}, -1, 1, opts);
+        out = empty(ys, opts);
+        break;
+      case ConvPass::backward_data:
+        dy = uniform(ys, -1, 1, opts);
+        w = uniform(ws, -1, 1, opts);
+        out = empty(xs, opts);
+        break;
+      case ConvPass::backward_weights:
+        x = uniform(xs, -1, 1, opts);
+        dy = uniform(ys, -1, 1, opts);
+        out = empty(ws, opts);
+        db = empty({d.K}, opts);
+        break;
+    }
+  }
+
+  std::size_t bytes() const {
+    std::size_t total = 0;
+    for (const Tensor* t : {&x, &w, &b, &dy, &out, &db})
+      if (t->defined()) total += static_cast<std::size_t>(t->numel()) * 4;
+    return total;
+  }
+
+  PassData to_host() const {
+    auto host = [](const Tensor& t) { return t.defined() ? t.to_vector<float>() : std::vector<float>{}; };
+    return PassData{host(x), host(w), host(b), host(dy), host(out), host(db)};
+  }
+};
+
+void run_pass(Backend& backend, const ConvCase& c, const Operands& op, const Tensor& workspace) {
+  switch (c.pass) {
+    case ConvPass::forward:
+      backend.conv2d_forward(c.algo, c.desc, op.x, op.w, op.b, op.out, workspace);
+      break;
+    case ConvPass::backward_data:
+      backend.conv2d_backward_data(c.algo, c.desc, op.dy, op.w, op.out, workspace);
+      break;
+    case ConvPass::backward_weights:
+      backend.conv2d_backward_weights(c.algo, c.desc, op.x, op.dy, op.out, op.db, workspace);
+      break;
+  }
+}
+
+void run_conv(benchmark::State& state, const ConvCase& c) {
+  try {
+    Backend& backend = backend_for(c.device);
+    const Support support = backend.conv2d_supports(c.algo, c.desc);
+    if (!support) {
+      state.SkipWithError(("unsupported: " + support.reason).c_str());
+      return;
+    }
+    const std::size_t ws_bytes = backend.conv2d_workspace_bytes(c.algo, c.desc, DType::float32, c.pass);
+    const Tensor workspace =
+        ws_bytes == 0 ? Tensor()
+                      : empty({static_cast<std::int64_t>((ws_bytes + 3) / 4)}, TensorOptions().device(c.device));
+
+    std::vector<std::unique_ptr<Operands>> copies;
+    copies.push_back(std::make_unique<Operands>(c.desc, c.pass, c.device));
+    const int rotation = timing_meaningful(c.device) ? rotation_count(copies[0]->bytes(), c.rotate_bytes) : 1;
+    while (static_cast<int>(copies.size()) < rotation)
+      copies.push_back(std::make_unique<Operands>(c.desc, c.pass, c.device));
+
+    double max_rel_error = -1;  // -1: not checked
+    if (c.check) {
+      run_pass(backend, c, *copies[0], workspace);
+      backend.synchronize();
+      const CheckResult check = check_conv_pass(c.desc, c.algo, c.pass, copies[0]->to_host());
+      if (!check.ok()) {
+        std::ostringstream os;
+        os << "wrong result: " << check.failures << " of " << check.checked
+           << " sampled elements out of tolerance, worst " << check.worst;
+        state.SkipWithError(os.str().c_str());
+        return;
+      }
+      max_rel_error = check.max_rel_error;
+    }
+    for (const auto& copy : copies) run_pass(backend, c, *copy, workspace);
+    backend.synchronize();
+
+    std::size_t i = 0;
+    for (auto _ : state) {
+      run_pass(backend, c, *copies[i++ % copies.size()], workspace);
+      if (c.device.type != DeviceType::cpu) backend.synchronize();
+    }
+
+    const double flops = c.desc.flops();
+    const std::size_t floor_bytes = copies[0]->bytes();
+    state.counters["gflops"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["max_rel_error"] = max_rel_error;
+    state.counters["workspace_bytes"] = static_cast<double>(ws_bytes);
+    state.counters["floor_bytes"] = static_cast<double>(floor_bytes);
+    state.counters["flop_per_byte"] = flops / static_cast<double>(floor_bytes);
+    state.counters["heuristic"] = backend.conv2d_heuristic(c.desc, DType::float32) == c.algo ? 1 : 0;
+    std::string label = std::string(conv_algo_name(c.algo)) + " " + geometry(c.desc, c.count) +
+                        " rotation=" + std::to_string(rotation);
+    if (!timing_meaningful(c.device)) label += std::string(" | ") + kSimLabel;
+    state.SetLabel(label);
+  } catch (const std::exception& e) {
+    state.SkipWithError((std::string("error: ") + e.what()).c_str());
+  }
+}
+
+const std::map<std::string, std::string> kFlags = {
+    {"sets", "comma-separated layer sets, or 'all' (default cifar10-cnn)"},
+    {"layers", "comma-separated layer names to keep within the sets (default all)"},
+    {"layer-file", "the layer-set file (default benchmarks/layer_sets.txt of this source tree)"},
+    {"batch-scale", "multiply every batch by this, rounding, at least 1 (default 1)"},
+    {"max-batch", "cap every batch at this (default: no cap)"},
+    {"devices", "comma-separated devices: cpu, sim, cuda[:N] (default cpu and every usable cuda)"},
+    {"algos", "comma-separated algorithms (default direct,im2col_gemm,fft,winograd)"},
+    {"passes", "comma-separated passes: fwd, bwd-data, bwd-weights (default all three)"},
+    {"rotate-mib", "operand copies to cycle through, in MiB, so the caches start cold (default 64)"},
+    {"check", "check each result against the float64 reference before timing (default true)"},
+    {"list-sets", "print the layer sets and exit"},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  try {
+    const Flags flags(argc, argv, kFlags);
+    if (flags.help_requested()) {
+      flags.print_help(argv[0], "convolution algorithms x devices x passes x layers");
+      return 0;
+    }
+    const std::string layer_file = flags.get("layer-file", default_layer_sets_path());
+    const std::vector<LayerSet> all_sets = load_layer_sets(layer_file);
+    if (flags.has("list-sets")) {
+      for (const LayerSet& s : all_sets) {
+        std::printf("%s: %s\n", s.name.c_str(), s.description.c_str());
+        for (const LayerEntry& e : s.layers) std::printf("  %-14s %s\n", e.name.c_str(), e.desc.str().c_str());
+      }
+      return 0;
+    }
+
+    std::vector<std::string> set_names = flags.get_list("sets", {"cifar10-cnn"});
+    if (set_names == std::vector<std::string>{"all"}) {
+      set_names.clear();
+      for (const LayerSet& s : all_sets) set_names.push_back(s.name);
+    }
+    const std::vector<std::string> layer_filter = flags.get_list("layers", {});
+    const BatchScaling batch{flags.get_double("batch-scale", 1.0), flags.get_int("max-batch", 0)};
+    std::vector<ConvAlgo> algos;
+    for (const std::string& a : flags.get_list("algos", {"direct", "im2col_gemm", "fft", "winograd"}))
+      algos.push_back(parse_conv_algo(a));
+    std::vector<ConvPass> passes;
+    for (const std::string& p : flags.get_list("passes", {"fwd", "bwd-data", "bwd-weights"}))
+      passes.push_back(parse_pass(p));
+    const double rotate_mib = flags.get_double("rotate-mib", 64);
+    CK_CHECK(rotate_mib >= 0, "--rotate-mib must be >= 0, got ", rotate_mib);
+    const bool check = flags.get("check", "true") != "false";
+
+    add_machine_context();
+    benchmark::AddCustomContext("layer_file", layer_file);
+    benchmark::AddCustomContext("batch_scaling", "scale " + std::to_string(batch.scale) + ", max batch " +
+                                                     std::to_string(batch.max_batch) + " (0: none)");
+    benchmark::AddCustomContext("results_checked", check ? "yes" : "no (--check=false)");
+    const std::vector<Device> devices = usable_devices(flags.get_list("devices", {}));
+
+    for (const std::string& set_name : set_names) {
+      const LayerSet& set = find_layer_set(all_sets, set_name);
+      for (const LayerEntry& entry : set.layers) {
+        if (!layer_filter.empty() &&
+            std::find(layer_filter.begin(), layer_filter.end(), entry.name) == layer_filter.end())
+          continue;
+        for (const Device& device : devices)
+          for (ConvAlgo algo : algos)
+            for (ConvPass pass : passes) {
+              ConvCase c;
+              c.set = set.name;
+              c.layer = entry.name;
+              c.desc = batch.apply(entry.desc);
+              c.count = entry.count;
+              c.device = device;
+              c.algo = algo;
+              c.pass = pass;
+              c.rotate_bytes = static_cast<std::size_t>(rotate_mib * (1 << 20));
+              c.check = check;
+              const std::string name = "conv/" + set.name + "/" + entry.name + "/" + device.str() + "/" +
+                                       std::string(conv_algo_name(algo)) + "/" + pass_short_name(pass);
+              auto* b = benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& s) { run_conv(s, c); });
+              b->Unit(benchmark::kMillisecond)->UseRealTime();
+              if (!timing_meaningful(device)) b->Iterations(1);
+            }
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_conv: %s\n", e.what());
+    return 2;
+  }
+  return run_benchmarks();
+}

@@ -1,0 +1,45 @@
+#pragma once
+// Checks a convolution result against float64 sums straight from the
+// definition, at a sample of its elements, before bench_conv times it.
+//
+// Sampling keeps the check cheap at full batch (a backward-weights element of
+// a 128-image layer sums ~10^6 products): the sample always holds the first
+// and last elements and is topped up with seeded random ones, as many as fit
+// in a budget of products (at least 32, at most 1024 elements).
+//
+// Error measure. Each reference element is a sum of products; next to it we
+// sum |products| (its magnitude). max_rel_error is the largest
+// |got - reference| / magnitude over the sample: the relative error a
+// correctly rounded float32 sum of those products would have is ~1e-7, an
+// indexing bug gives ~1. The pass/fail tolerance is the one the algorithm
+// tests use (tests/cpu_conv/conv_tolerance.h): gamma_{n+2} * magnitude per
+// element for algorithms that sum the products (direct, im2col_gemm), and
+// 16 * epsilon * (largest sampled magnitude) for the others (fft), whose
+// error is bounded norm-wise.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "convkit/backend/conv_desc.h"
+
+namespace convkit::bench {
+
+struct CheckResult {
+  std::size_t checked = 0;   // elements compared
+  std::size_t failures = 0;  // elements outside the tolerance
+  double max_rel_error = 0;
+  std::string worst;  // the worst element when failures > 0
+  bool ok() const { return failures == 0; }
+};
+
+// Operands of one pass as float32 host copies in Conv2dDesc's layouts
+// (x N*C*H*W, w K*(C/groups)*R*S, b K, y and dy N*K*P*Q). Unused ones stay empty.
+struct PassData {
+  std::vector<float> x, w, b, dy;  // inputs
+  std::vector<float> out;          // y, dx or dw
+  std::vector<float> db;           // bias gradient (backward-weights with bias)
+};
+
+CheckResult check_conv_pass(const Conv2dDesc& desc, ConvAlgo algo, ConvPass pass, const PassData& data);
+
+}  // namespace convkit::bench

@@ -1,0 +1,141 @@
+#include "suite_support.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "convkit/backend/backend.h"
+#include "convkit/core/error.h"
+#include "convkit/version.h"
+
+namespace convkit::bench {
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+Flags::Flags(int argc, char** argv, std::map<std::string, std::string> known) : known_(std::move(known)) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      help_ = true;
+      continue;
+    }
+    CK_CHECK(arg.rfind("--", 0) == 0, "unexpected argument '", arg, "' (flags are --name=value; --help lists them)");
+    const std::size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    CK_CHECK(known_.count(name), "unknown flag '--", name, "' (--help lists this suite's flags)");
+    values_[name] = eq == std::string::npos ? "true" : arg.substr(eq + 1);
+  }
+}
+
+bool Flags::has(const std::string& name) const { return values_.count(name) != 0; }
+
+std::string Flags::get(const std::string& name, const std::string& fallback) const {
+  const auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+double Flags::get_double(const std::string& name, double fallback) const {
+  if (!has(name)) return fallback;
+  const std::string text = get(name, "");
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  CK_CHECK(!text.empty() && end == text.c_str() + text.size(), "--", name, " needs a number, got '", text, "'");
+  return v;
+}
+
+std::int64_t Flags::get_int(const std::string& name, std::int64_t fallback) const {
+  if (!has(name)) return fallback;
+  const std::string text = get(name, "");
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  CK_CHECK(!text.empty() && end == text.c_str() + text.size(), "--", name, " needs an integer, got '", text, "'");
+  return v;
+}
+
+std::vector<std::string> Flags::get_list(const std::string& name, const std::vector<std::string>& fallback) const {
+  return has(name) ? split_commas(get(name, "")) : fallback;
+}
+
+void Flags::print_help(const char* program, const char* summary) const {
+  std::printf("%s: %s\n\nflags (besides Google Benchmark's --benchmark_*):\n", program, summary);
+  for (const auto& [name, help] : known_) std::printf("  --%-14s %s\n", name.c_str(), help.c_str());
+}
+
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const std::size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+void add_machine_context() {
+  benchmark::AddCustomContext("cpu_model", cpu_model());
+  benchmark::AddCustomContext("omp_threads", std::to_string(omp_get_max_threads()));
+  double load[3] = {0, 0, 0};
+  if (getloadavg(load, 3) == 3) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.2f %.2f %.2f", load[0], load[1], load[2]);
+    benchmark::AddCustomContext("load_average_at_start", text);
+  }
+  benchmark::AddCustomContext("convkit_version", CONVKIT_VERSION_STRING);
+  benchmark::AddCustomContext("compiler", __VERSION__);
+  for (const BackendInfo& info : list_backends())
+    benchmark::AddCustomContext("device_" + info.name,
+                                std::string(info.usable ? "usable: " : "not usable: ") + info.detail);
+}
+
+std::vector<Device> usable_devices(const std::vector<std::string>& names) {
+  std::vector<std::string> wanted = names;
+  if (wanted.empty()) {
+    wanted.push_back("cpu");
+    for (const BackendInfo& info : list_backends())
+      if (info.usable && info.name.rfind("cuda", 0) == 0) wanted.push_back(info.name);
+  }
+  std::vector<Device> devices;
+  for (const std::string& name : wanted) {
+    const Device device = Device::parse(name);
+    try {
+      backend_for(device);
+      devices.push_back(device);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "skipping device %s: %s\n", name.c_str(), e.what());
+      benchmark::AddCustomContext("skipped_device_" + name, e.what());
+    }
+  }
+  return devices;
+}
+
+int rotation_count(std::size_t bytes_per_copy, std::size_t rotate_bytes) {
+  if (bytes_per_copy == 0) return 1;
+  const std::size_t copies = (rotate_bytes + bytes_per_copy - 1) / bytes_per_copy;
+  return static_cast<int>(std::clamp<std::size_t>(copies, 1, 16));
+}
+
+int run_benchmarks() {
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace convkit::bench
