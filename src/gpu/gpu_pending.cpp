@@ -48,15 +48,10 @@ void GpuBackend::cross_entropy_backward(const Tensor& /*logits*/, const Tensor& 
 
 
 
-ConvAlgo GpuBackend::conv2d_heuristic(const Conv2dDesc& /*desc*/, DType /*dtype*/) {
-  CK_FAIL("conv2d_heuristic: no GPU kernel yet");
-}
 
 
 
 
 // Algorithms of gpu_conv_algorithm.h not written yet.
-const GpuConvAlgorithm& direct_gpu_conv_algorithm() { CK_FAIL("conv2d direct: no GPU kernel yet"); }
-const GpuConvAlgorithm& fft_gpu_conv_algorithm() { CK_FAIL("conv2d fft: no GPU kernel yet"); }
 
 }  // namespace convkit::CK_GPU_NS

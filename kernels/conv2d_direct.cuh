@@ -1,0 +1,46 @@
+#pragma once
+// Launchers of the direct convolution kernels (kernels/conv2d_direct.cu).
+// Buffers are contiguous device buffers laid out as in Conv2dDesc (x NCHW,
+// w K x C/groups x R x S, y and dy N x K x P x Q) of one floating dtype.
+#include <cstdint>
+#include <string>
+
+#include "convkit/backend/conv_desc.h"
+#include "convkit/core/dtype.h"
+#include "convkit/sim/cuda_compat.h"
+
+namespace convkit::CK_GPU_NS {
+
+// A descriptor as plain ints for kernel arguments. Coordinates and sizes fit
+// in int (conv_geometry checks); flat offsets are formed in int64.
+struct ConvGeometry {
+  int N, C, H, W, K, R, S, P, Q;
+  int stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+  int groups, Cg, Kg;
+};
+
+// Throws Error naming the field when a size does not fit the kernels' int coordinates.
+ConvGeometry conv_geometry(const Conv2dDesc& desc);
+
+// The "conv2d_direct" kernel family: registers it on first use and returns the
+// version to run now (see kernel_versions.h).
+int conv2d_direct_version();
+
+// Whether `version` can run `g` in `dtype`; when not, `why` says which limit it
+// exceeds (shared memory for the tiles, grid size). Version 1 runs everything.
+bool conv2d_direct_can_implement(int version, const ConvGeometry& g, DType dtype, std::string* why);
+
+// y = conv(x, w) + b; b may be null.
+void launch_conv2d_direct_forward(int version, DType dtype, const ConvGeometry& g, const void* x,
+                                  const void* w, const void* b, void* y);
+// dx = the gradient of <y, dy> with respect to x (overwritten).
+void launch_conv2d_direct_backward_data(int version, DType dtype, const ConvGeometry& g, const void* dy,
+                                        const void* w, void* dx);
+// dw = the gradient of <y, dy> with respect to w (overwritten).
+void launch_conv2d_direct_backward_weights(int version, DType dtype, const ConvGeometry& g, const void* x,
+                                           const void* dy, void* dw);
+// db[k] = sum over n, p, q of dy[n][k][p][q]: one block per channel, a tree
+// reduction (deterministic). Shared by every GPU convolution algorithm.
+void launch_conv2d_bias_gradient(DType dtype, const ConvGeometry& g, const void* dy, void* db);
+
+}  // namespace convkit::CK_GPU_NS

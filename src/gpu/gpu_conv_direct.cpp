@@ -1,0 +1,78 @@
+// The direct convolution on the GPU (kernels/conv2d_direct.cu,
+// docs/gpu/conv2d_direct.md): no workspace, every descriptor.
+//
+// Version choice: the selected "conv2d_direct" version (default v2, the tiled
+// kernels). Where v2's tiles do not fit in shared memory (a huge dilation or
+// stride) or its grid would be too tall, the pass runs v1, which handles
+// every descriptor; that keeps the algorithm's promise of supporting them all.
+#include <string>
+
+#include "gpu/gpu_conv_algorithm.h"
+#include "kernels/conv2d_direct.cuh"
+
+namespace convkit::CK_GPU_NS {
+
+namespace {
+
+std::string op_name(ConvPass pass) { return detail::concat("conv2d ", conv_pass_name(pass), " (gpu, direct)"); }
+
+class DirectGpuConv final : public GpuConvAlgorithm {
+ public:
+  Support supports(const Conv2dDesc& desc) const override {
+    try {
+      desc.validate("conv2d (gpu, direct)");
+      conv_geometry(desc);
+    } catch (const Error& e) {
+      return Support::no(e.what());
+    }
+    return Support::yes();
+  }
+
+  std::size_t workspace_bytes(const Conv2dDesc&, DType, ConvPass) const override { return 0; }
+
+  void forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y,
+               const Tensor&) const override {
+    const ConvGeometry g = checked(desc, x.dtype(), ConvPass::forward);
+    launch_conv2d_direct_forward(version_for(g, x.dtype()), x.dtype(), g, x.raw_data(), w.raw_data(),
+                                 b.defined() ? b.raw_data() : nullptr, y.raw_data());
+  }
+
+  void backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w, const Tensor& dx,
+                     const Tensor&) const override {
+    const ConvGeometry g = checked(desc, dy.dtype(), ConvPass::backward_data);
+    launch_conv2d_direct_backward_data(version_for(g, dy.dtype()), dy.dtype(), g, dy.raw_data(), w.raw_data(),
+                                       dx.raw_data());
+  }
+
+  void backward_weights(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& dw,
+                        const Tensor& db, const Tensor&) const override {
+    const ConvGeometry g = checked(desc, x.dtype(), ConvPass::backward_weights);
+    launch_conv2d_direct_backward_weights(version_for(g, x.dtype()), x.dtype(), g, x.raw_data(), dy.raw_data(),
+                                          dw.raw_data());
+    if (db.defined()) launch_conv2d_bias_gradient(x.dtype(), g, dy.raw_data(), db.raw_data());
+  }
+
+ private:
+  // Every pass re-checks what it relies on, so a direct caller of the
+  // algorithm gets an Error, not a wrong launch.
+  static ConvGeometry checked(const Conv2dDesc& desc, DType dtype, ConvPass pass) {
+    const std::string op = op_name(pass);
+    desc.validate(op.c_str());
+    CK_CHECK(is_floating(dtype), op, ": dtype ", dtype, " is not supported (float32 or float64); ", desc.str());
+    return conv_geometry(desc);
+  }
+
+  static int version_for(const ConvGeometry& g, DType dtype) {
+    const int selected = conv2d_direct_version();
+    return conv2d_direct_can_implement(selected, g, dtype, nullptr) ? selected : 1;
+  }
+};
+
+}  // namespace
+
+const GpuConvAlgorithm& direct_gpu_conv_algorithm() {
+  static const DirectGpuConv instance;
+  return instance;
+}
+
+}  // namespace convkit::CK_GPU_NS

@@ -1,0 +1,147 @@
+// The GPU direct convolution (kernels/conv2d_direct.cu) under sim: every
+// version, every pass, float32 and float64, on tests/cpu_conv's descriptors
+// (odd sizes, batch 1, stride, asymmetric padding, dilation, groups, C or K = 1,
+// 1x1 to 11x11 filters) plus a few that give v2 several channel chunks and
+// tiles; against the float64 reference and against v1.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "convkit/sim/schedule.h"
+#include "gpu/gpu_conv_testing.h"
+#include "kernels/conv2d_direct.cuh"
+
+namespace convkit::gpu_testing {
+namespace {
+
+using cpu::testing::ConvCase;
+
+// The family must be registered before a test selects one of its versions.
+class RegisterDirectFamily : public ::testing::Environment {
+ public:
+  void SetUp() override { gpu_sim::conv2d_direct_version(); }
+};
+[[maybe_unused]] const ::testing::Environment* const kRegistered =
+    ::testing::AddGlobalTestEnvironment(new RegisterDirectFamily);
+
+Conv2dDesc make(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K, std::int64_t R,
+                std::int64_t S, std::int64_t pad, std::int64_t stride = 1, std::int64_t groups = 1) {
+  Conv2dDesc d;
+  d.N = N, d.C = C, d.H = H, d.W = W, d.K = K, d.R = R, d.S = S;
+  d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = pad;
+  d.stride_h = d.stride_w = stride;
+  d.groups = groups;
+  return d;
+}
+
+// tests/cpu_conv's cases, and cases whose channel counts exceed v2's chunks
+// and blocks (8 channels) and whose outputs span several 8x16 tiles.
+const std::vector<ConvCase>& cases() {
+  static const std::vector<ConvCase> all = [] {
+    std::vector<ConvCase> c;
+    // The "parallel_" cases are sized to cross the CPU's threading threshold;
+    // the GPU's several-blocks cases are the ones below.
+    for (const ConvCase& k : cpu::testing::conv_cases())
+      if (k.name.rfind("parallel_", 0) != 0) c.push_back(k);
+    c.push_back({"many_channels_3x3", make(1, 19, 11, 37, 17, 3, 3, 1)});
+    c.push_back({"many_channels_groups_5x5_stride2", make(2, 18, 13, 21, 20, 5, 5, 2, 2, 2)});
+    c.push_back({"many_channels_1x1", make(2, 33, 5, 9, 40, 1, 1, 0)});
+    c.push_back({"large_image_7x7", make(1, 3, 23, 41, 10, 7, 7, 3)});
+    return c;
+  }();
+  return all;
+}
+
+const gpu_sim::GpuConvAlgorithm& direct() { return gpu_sim::direct_gpu_conv_algorithm(); }
+
+template <typename T>
+void expect_matches_reference(const ConvCase& c, int version) {
+  ScopedKernelVersion select("conv2d_direct", version);
+  expect_passes_match<T>(direct(), ConvAlgo::direct, c.desc, c.name + " v" + std::to_string(version));
+}
+
+class DirectCase : public ::testing::TestWithParam<std::tuple<std::size_t, int>> {};
+
+TEST_P(DirectCase, EveryPassMatchesTheFloat64Reference) {
+  const auto [index, version] = GetParam();
+  expect_matches_reference<float>(cases()[index], version);
+  expect_matches_reference<double>(cases()[index], version);
+}
+
+// Later versions against v1 in float32, where different summation orders show.
+class DirectVersusV1 : public ::testing::TestWithParam<std::tuple<std::size_t, int>> {};
+
+TEST_P(DirectVersusV1, AgreesWithVersion1) {
+  const auto [index, version] = GetParam();
+  expect_agrees_with_v1(direct(), ConvAlgo::direct, "conv2d_direct", version, cases()[index].desc,
+                        cases()[index].name + " v" + std::to_string(version));
+}
+
+std::string case_name(const ::testing::TestParamInfo<std::tuple<std::size_t, int>>& info) {
+  return cases()[std::get<0>(info.param)].name + "_v" + std::to_string(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, DirectCase,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2)),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, DirectVersusV1,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2)),
+                         case_name);
+
+// A missing barrier can hide under one thread order; v2's tiles must be right
+// under every order the emulator offers.
+TEST(GpuConvDirect, TiledVersionIsRightUnderEveryThreadOrder) {
+  for (const char* order : {"reverse", "random:11"}) {
+    sim::ScopedSchedule schedule(sim::Schedule::parse(order));
+    for (const char* name : {"many_channels_groups_5x5_stride2", "stride_dilation_groups", "kernel7x7"}) {
+      for (const ConvCase& c : cases())
+        if (c.name == name) expect_matches_reference<float>(c, 2);
+    }
+  }
+}
+
+TEST(GpuConvDirect, EveryValidDescriptorIsSupportedWithoutWorkspace) {
+  for (const ConvCase& c : cases()) {
+    EXPECT_TRUE(direct().supports(c.desc)) << c.name;
+    for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
+      EXPECT_EQ(direct().workspace_bytes(c.desc, DType::float32, pass), 0u) << c.name;
+  }
+  Conv2dDesc bad = make(1, 3, 5, 5, 2, 7, 7, 0);  // filter larger than the image
+  const Support s = direct().supports(bad);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("conv2d"), std::string::npos) << s.reason;
+}
+
+// Where v2's tiles cannot fit in shared memory its launcher says so, and the
+// algorithm runs v1 instead, so direct still supports the descriptor.
+TEST(GpuConvDirect, HugeDilationFallsBackToVersion1) {
+  Conv2dDesc d = make(1, 2, 260, 250, 2, 3, 3, 0);
+  d.dilation_h = d.dilation_w = 120;  // a 248 x 256 input patch per channel
+  const gpu_sim::ConvGeometry g = gpu_sim::conv_geometry(d);
+  std::string why;
+  EXPECT_FALSE(gpu_sim::conv2d_direct_can_implement(2, g, DType::float32, &why));
+  EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
+  std::vector<float> x(static_cast<std::size_t>(x_size(d)), 1.0f), w(static_cast<std::size_t>(w_size(d)), 1.0f);
+  std::vector<float> y(static_cast<std::size_t>(y_size(d)));
+  try {
+    gpu_sim::launch_conv2d_direct_forward(2, DType::float32, g, x.data(), w.data(), nullptr, y.data());
+    ADD_FAILURE() << "v2 launched a descriptor it cannot implement";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
+  }
+  expect_matches_reference<float>(ConvCase{"huge_dilation", d}, 2);  // runs v1
+}
+
+TEST(GpuConvDirect, NonFloatingDtypeIsRejectedByName) {
+  const gpu_sim::ConvGeometry g = gpu_sim::conv_geometry(make(1, 1, 3, 3, 1, 1, 1, 0));
+  std::string why;
+  EXPECT_FALSE(gpu_sim::conv2d_direct_can_implement(1, g, DType::int64, &why));
+  EXPECT_NE(why.find("int64"), std::string::npos) << why;
+  EXPECT_FALSE(gpu_sim::conv2d_direct_can_implement(3, g, DType::float32, &why));
+  EXPECT_NE(why.find("version 3"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace convkit::gpu_testing

@@ -1,0 +1,313 @@
+// The GPU FFT convolution (kernels/conv2d_fft.cu) under sim: the FFT itself
+// against a naive DFT in long double (1-D complex, 2-D real, both directions,
+// every version), then every pass of the convolution on the stride-1 test
+// descriptors of tests/cpu_conv (odd sizes, batch 1, asymmetric padding,
+// dilation, groups, C or K = 1, 5x5 to 11x11 filters, many tiles) against
+// the float64 reference and against v1, chunked batches, and the errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "convkit/sim/schedule.h"
+#include "gpu/gpu_conv_testing.h"
+#include "kernels/conv2d_fft.cuh"
+
+namespace convkit::gpu_testing {
+namespace {
+
+using cpu::testing::ConvCase;
+using Complex = std::complex<long double>;
+
+constexpr long double kPi = 3.141592653589793238462643383279502884L;
+
+// The family must be registered before a test selects one of its versions.
+class RegisterFftFamily : public ::testing::Environment {
+ public:
+  void SetUp() override { gpu_sim::conv2d_fft_version(); }
+};
+[[maybe_unused]] const ::testing::Environment* const kRegistered =
+    ::testing::AddGlobalTestEnvironment(new RegisterFftFamily);
+
+// ============================== the FFT alone ==============================
+
+// X[k] = sum_j x[j] exp(-+2 pi i jk / n), in long double, straight from the
+// definition (the exponentials come from a table indexed by jk mod n).
+std::vector<Complex> naive_dft(const std::vector<Complex>& x, bool inverse) {
+  const std::size_t n = x.size();
+  std::vector<Complex> root(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    const long double angle = (inverse ? 2 : -2) * kPi * static_cast<long double>(k) / static_cast<long double>(n);
+    root[k] = Complex(std::cos(angle), std::sin(angle));
+  }
+  std::vector<Complex> out(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    Complex sum = 0;
+    for (std::size_t j = 0; j < n; ++j) sum += x[j] * root[(j * k) % n];
+    out[k] = sum;
+  }
+  return out;
+}
+
+// The 2-D DFT of a th x tw array, by definition separable: 1-D DFTs of the
+// rows, then of the columns.
+std::vector<Complex> naive_dft_2d(const std::vector<Complex>& x, int th, int tw) {
+  std::vector<Complex> rows(x.size()), out(x.size());
+  for (int i = 0; i < th; ++i) {
+    const std::vector<Complex> r = naive_dft(std::vector<Complex>(x.begin() + i * tw, x.begin() + (i + 1) * tw), false);
+    std::copy(r.begin(), r.end(), rows.begin() + i * tw);
+  }
+  for (int j = 0; j < tw; ++j) {
+    std::vector<Complex> column(static_cast<std::size_t>(th));
+    for (int i = 0; i < th; ++i) column[i] = rows[i * tw + j];
+    const std::vector<Complex> c = naive_dft(column, false);
+    for (int i = 0; i < th; ++i) out[i * tw + j] = c[i];
+  }
+  return out;
+}
+
+// An FFT's error is bounded norm-wise: ||error||_2 <= c * log2(n) * eps * ||X||_2
+// with ||X||_2 = sqrt(n) ||x||_2. We allow c = 4 on every element; an
+// indexing or twiddle bug is O(|X|), orders of magnitude more.
+template <typename T>
+double fft_tolerance(std::size_t n, double x_norm2) {
+  const double log2n = std::max(1.0, std::log2(static_cast<double>(n)));
+  return 4 * std::numeric_limits<T>::epsilon() * log2n * std::sqrt(static_cast<double>(n)) * x_norm2;
+}
+
+template <typename T>
+void check_fft_1d(int n, bool inverse) {
+  const std::int64_t count = 3;
+  std::mt19937_64 rng(77 + static_cast<std::uint64_t>(n));
+  const std::vector<double> values = random_values<T>(2 * n * count, rng);
+  std::vector<T> data(values.begin(), values.end());
+  gpu_sim::launch_fft_1d(dtype_of<T>::value, data.data(), n, count, inverse);
+  for (std::int64_t s = 0; s < count; ++s) {
+    std::vector<Complex> x(static_cast<std::size_t>(n));
+    double norm2 = 0;
+    for (int j = 0; j < n; ++j) {
+      x[j] = Complex(values[2 * (s * n + j)], values[2 * (s * n + j) + 1]);
+      norm2 += std::norm(std::complex<double>(x[j]));
+    }
+    const std::vector<Complex> want = naive_dft(x, inverse);
+    const double tol = fft_tolerance<T>(static_cast<std::size_t>(n), std::sqrt(norm2));
+    for (int k = 0; k < n; ++k) {
+      const Complex got(data[2 * (s * n + k)], data[2 * (s * n + k) + 1]);
+      ASSERT_LE(static_cast<double>(std::abs(got - want[k])), tol)
+          << "n=" << n << " signal " << s << " bin " << k << (inverse ? " inverse " : " forward ")
+          << dtype_of<T>::value;
+    }
+  }
+}
+
+TEST(GpuFft, OneDimensionalMatchesANaiveDftForEveryPowerOfTwo) {
+  for (int n = 1; n <= gpu_sim::kMaxGpuFftSize; n *= 2) {
+    for (bool inverse : {false, true}) {
+      check_fft_1d<float>(n, inverse);
+      check_fft_1d<double>(n, inverse);
+    }
+  }
+}
+
+TEST(GpuFft, RejectsLengthsThatAreNotPowersOfTwo) {
+  std::vector<float> data(2 * 12);
+  EXPECT_THROW(gpu_sim::launch_fft_1d(DType::float32, data.data(), 12, 1, false), Error);
+  EXPECT_THROW(gpu_sim::launch_fft_1d(DType::float32, data.data(), 2048, 1, false), Error);
+}
+
+// The 2-D real transform of `count` tiles, as the convolution runs it (rows,
+// then columns, spectra frequency-major), against a naive 2-D DFT; then the
+// inverse brings the tiles back.
+template <typename T>
+void check_real_fft_2d(int version, int th, int tw) {
+  const std::int64_t count = 5;  // odd: v2's last pair has one real row
+  const int bins = tw / 2 + 1;
+  const std::int64_t F = static_cast<std::int64_t>(th) * bins;
+  std::mt19937_64 rng(static_cast<std::uint64_t>(th * 1000 + tw));
+  const std::vector<double> values = random_values<T>(count * th * tw, rng);
+  const std::vector<T> tiles(values.begin(), values.end());
+  std::vector<T> spectra(static_cast<std::size_t>(2 * F * count));
+  gpu_sim::launch_rfft2d(version, dtype_of<T>::value, tiles.data(), th, tw, count, spectra.data(), nullptr);
+  const std::string where = "v" + std::to_string(version) + " " + std::to_string(th) + "x" + std::to_string(tw) +
+                            " " + std::string(dtype_name(dtype_of<T>::value));
+  for (std::int64_t x = 0; x < count; ++x) {
+    double norm2 = 0;
+    std::vector<Complex> tile(static_cast<std::size_t>(th * tw));
+    for (int e = 0; e < th * tw; ++e) {
+      tile[e] = values[x * th * tw + e];
+      norm2 += values[x * th * tw + e] * values[x * th * tw + e];
+    }
+    const std::vector<Complex> want = naive_dft_2d(tile, th, tw);
+    const double tol = fft_tolerance<T>(static_cast<std::size_t>(th * tw), std::sqrt(norm2));
+    for (int u = 0; u < th; ++u) {
+      for (int v = 0; v < bins; ++v) {
+        const std::int64_t at = 2 * ((static_cast<std::int64_t>(u) * bins + v) * count + x);
+        const Complex got(spectra[at], spectra[at + 1]);
+        ASSERT_LE(static_cast<double>(std::abs(got - want[u * tw + v])), tol)
+            << where << " tile " << x << " bin " << u << "," << v;
+      }
+    }
+  }
+  std::vector<T> back(tiles.size(), T(-7));
+  gpu_sim::launch_irfft2d(version, dtype_of<T>::value, spectra.data(), th, tw, count, back.data(), nullptr);
+  for (std::int64_t x = 0; x < count; ++x) {
+    double norm2 = 0;
+    for (int e = 0; e < th * tw; ++e) norm2 += values[x * th * tw + e] * values[x * th * tw + e];
+    const double tol = 2 * fft_tolerance<T>(static_cast<std::size_t>(th * tw), std::sqrt(norm2)) / std::sqrt(th * tw);
+    for (int e = 0; e < th * tw; ++e) {
+      const double got = static_cast<double>(back[x * th * tw + e]) / (th * tw);
+      ASSERT_LE(std::abs(got - values[x * th * tw + e]), tol) << where << " round trip, tile " << x << " element " << e;
+    }
+  }
+}
+
+TEST(GpuFft, RealTwoDimensionalMatchesANaiveDftAndInvertsForEveryVersion) {
+  const std::vector<std::pair<int, int>> shapes = {{1, 2}, {2, 2}, {1, 16}, {4, 8}, {8, 4}, {16, 16}, {32, 64}, {128, 2}, {2, 128}};
+  for (int version : {1, 2}) {
+    for (const auto& [th, tw] : shapes) {
+      check_real_fft_2d<float>(version, th, tw);
+      check_real_fft_2d<double>(version, th, tw);
+    }
+  }
+}
+
+// ============================== the convolution ==============================
+
+Conv2dDesc make(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K, std::int64_t R,
+                std::int64_t S, std::int64_t pad, std::int64_t groups = 1) {
+  Conv2dDesc d;
+  d.N = N, d.C = C, d.H = H, d.W = W, d.K = K, d.R = R, d.S = S;
+  d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = pad;
+  d.groups = groups;
+  return d;
+}
+
+// The stride-1 cases of tests/cpu_conv (fft supports no other), and a few
+// with more channels than a GEMM tile and larger tiles.
+const std::vector<ConvCase>& cases() {
+  static const std::vector<ConvCase> all = [] {
+    std::vector<ConvCase> c;
+    // The "parallel_" cases are sized to cross the CPU's threading threshold;
+    // the GPU's several-blocks cases are the ones below.
+    for (const ConvCase& k : cpu::testing::conv_cases())
+      if (k.desc.stride_h == 1 && k.desc.stride_w == 1 && k.name.rfind("parallel_", 0) != 0) c.push_back(k);
+    c.push_back({"many_channels_5x5", make(1, 35, 5, 7, 33, 5, 5, 2)});
+    c.push_back({"many_channels_groups_7x7", make(1, 12, 15, 13, 18, 7, 7, 3, 3)});
+    c.push_back({"large_image_9x9", make(1, 2, 45, 38, 3, 9, 9, 4)});
+    return c;
+  }();
+  return all;
+}
+
+const gpu_sim::GpuConvAlgorithm& fft() { return gpu_sim::fft_gpu_conv_algorithm(); }
+
+template <typename T>
+void expect_matches_reference(const ConvCase& c, int version) {
+  ScopedKernelVersion select("conv2d_fft", version);
+  expect_passes_match<T>(fft(), ConvAlgo::fft, c.desc, c.name + " v" + std::to_string(version));
+}
+
+class FftCase : public ::testing::TestWithParam<std::tuple<std::size_t, int>> {};
+
+TEST_P(FftCase, EveryPassMatchesTheFloat64Reference) {
+  const auto [index, version] = GetParam();
+  ASSERT_TRUE(fft().supports(cases()[index].desc)) << fft().supports(cases()[index].desc).reason;
+  expect_matches_reference<float>(cases()[index], version);
+  expect_matches_reference<double>(cases()[index], version);
+}
+
+// Later versions against v1 in float32, where different rounding shows.
+class FftVersusV1 : public ::testing::TestWithParam<std::tuple<std::size_t, int>> {};
+
+TEST_P(FftVersusV1, AgreesWithVersion1) {
+  const auto [index, version] = GetParam();
+  expect_agrees_with_v1(fft(), ConvAlgo::fft, "conv2d_fft", version, cases()[index].desc,
+                        cases()[index].name + " v" + std::to_string(version));
+}
+
+std::string case_name(const ::testing::TestParamInfo<std::tuple<std::size_t, int>>& info) {
+  return cases()[std::get<0>(info.param)].name + "_v" + std::to_string(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, FftCase,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2)),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, FftVersusV1,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2)),
+                         case_name);
+
+TEST(GpuConvFft, BarriersHoldUnderEveryThreadOrder) {
+  for (const char* order : {"reverse", "random:5"}) {
+    sim::ScopedSchedule schedule(sim::Schedule::parse(order));
+    for (int version : {1, 2})
+      for (const char* name : {"many_channels_groups_7x7", "dilation_2x3"})
+        for (const ConvCase& c : cases())
+          if (c.name == name) expect_matches_reference<float>(c, version);
+  }
+}
+
+// A workspace_limit that holds one image at a time: several chunks, so the
+// backward-weights spectra accumulate across them.
+TEST(GpuConvFft, BatchesSplitIntoChunksGiveTheSameResult) {
+  Conv2dDesc d = make(3, 3, 12, 10, 4, 5, 5, 2);
+  const std::vector<ConvPass> passes = {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights};
+  std::size_t whole_batch = std::numeric_limits<std::size_t>::max();
+  for (ConvPass pass : passes) whole_batch = std::min(whole_batch, fft().workspace_bytes(d, DType::float64, pass));
+  // Below what any pass needs for all three images at once: every pass runs
+  // in chunks (of two images and then one).
+  d.workspace_limit = whole_batch - 1;
+  for (ConvPass pass : passes) EXPECT_LE(fft().workspace_bytes(d, DType::float64, pass), d.workspace_limit);
+  for (int version : {1, 2}) expect_matches_reference<double>(ConvCase{"chunked", d}, version);
+}
+
+TEST(GpuConvFft, WorkspaceLimitBelowOneImageNamesTheSizes) {
+  Conv2dDesc d = make(1, 3, 12, 10, 4, 5, 5, 2);
+  d.workspace_limit = 1000;
+  try {
+    fft().workspace_bytes(d, DType::float32, ConvPass::forward);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("workspace_limit"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuConvFft, UnsupportedDescriptorsSayWhy) {
+  Conv2dDesc strided = make(1, 2, 9, 9, 2, 3, 3, 1);
+  strided.stride_w = 2;
+  const Support s = fft().supports(strided);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("stride 1 only"), std::string::npos) << s.reason;
+
+  Conv2dDesc huge = make(1, 1, 300, 8, 1, 3, 1, 0);
+  huge.dilation_h = 70;  // extent 141 > the largest tile, 128
+  const Support h = fft().supports(huge);
+  EXPECT_FALSE(h.ok);
+  EXPECT_NE(h.reason.find("extent"), std::string::npos) << h.reason;
+
+  EXPECT_THROW(fft().workspace_bytes(strided, DType::float32, ConvPass::forward), Error);
+}
+
+// cuFFT (v3) exists only in the cuda build; on sim selecting it is an error
+// that says what to do instead.
+TEST(GpuConvFft, CufftVersionIsRefusedOnSimWithTheReason) {
+  ScopedKernelVersion select("conv2d_fft", 3);
+  const Support s = fft().supports(make(1, 2, 9, 9, 2, 3, 3, 1));
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("cuFFT"), std::string::npos) << s.reason;
+  std::vector<float> tiles(8), spectra(2 * 2 * 3);
+  try {
+    gpu_sim::launch_rfft2d(3, DType::float32, tiles.data(), 2, 4, 1, spectra.data(), nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda backend"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace convkit::gpu_testing
