@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(kTileThreads)
   const T* w_group = w + static_cast<int64_t>(group) * g.Kg * g.Cg * taps;
 
   T acc[kChannelBlock];
-  for (int j = 0; j < kChannelBlock; ++j) acc[j] = T(0);
+  CK_UNROLL for (int j = 0; j < kChannelBlock; ++j) acc[j] = T(0);
   for (int c0 = 0; c0 < g.Cg; c0 += t.chunk) {
     // Consecutive threads load consecutive columns of an input row: coalesced.
     for (int i = tid; i < t.chunk * patch_size; i += kTileThreads) {
@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(kTileThreads)
         const T* filt_row = filt + (cl * taps + r * g.S) * kChannelBlock;
         for (int s = 0; s < g.S; ++s) {
           const T v = patch_row[s * g.dilation_w];
-          for (int j = 0; j < kChannelBlock; ++j) acc[j] += v * filt_row[s * kChannelBlock + j];
+          CK_UNROLL for (int j = 0; j < kChannelBlock; ++j) acc[j] += v * filt_row[s * kChannelBlock + j];
         }
       }
     }
@@ -272,7 +272,7 @@ __global__ void __launch_bounds__(kTileThreads)
   const int base_h = h + g.pad_top - p_lo * g.stride_h, base_w = col + g.pad_left - q_lo * g.stride_w;
 
   T acc[kChannelBlock];
-  for (int j = 0; j < kChannelBlock; ++j) acc[j] = T(0);
+  CK_UNROLL for (int j = 0; j < kChannelBlock; ++j) acc[j] = T(0);
   for (int k0 = 0; k0 < g.Kg; k0 += t.chunk) {
     for (int i = tid; i < t.chunk * patch_size; i += kTileThreads) {
       const int kl = i / patch_size, rem = i % patch_size;
@@ -301,7 +301,7 @@ __global__ void __launch_bounds__(kTileThreads)
           const int tw = base_w - s * g.dilation_w;
           if (tw % g.stride_w != 0) continue;
           const T v = patch_row[tw / g.stride_w];
-          for (int j = 0; j < kChannelBlock; ++j) acc[j] += v * filt_row[s * kChannelBlock + j];
+          CK_UNROLL for (int j = 0; j < kChannelBlock; ++j) acc[j] += v * filt_row[s * kChannelBlock + j];
         }
       }
     }
@@ -353,7 +353,7 @@ __global__ void __launch_bounds__(kWeightThreads)
   // Where each of this thread's elements reads in the staged tiles.
   int dy_offset[kMaxEntriesPerThread], patch_offset[kMaxEntriesPerThread];
   T acc[kMaxEntriesPerThread];
-  for (int e = 0; e < kMaxEntriesPerThread; ++e) {
+  CK_UNROLL for (int e = 0; e < kMaxEntriesPerThread; ++e) {
     acc[e] = T(0);
     const int entry = tid + e * threads;
     const int s = entry % g.S, r = entry / g.S % g.R, cl = entry / taps % t.cb, kl = entry / taps / t.cb;
@@ -386,26 +386,27 @@ __global__ void __launch_bounds__(kWeightThreads)
       patch[i] = v;
     }
     __syncthreads();
-    for (int e = 0; e < kMaxEntriesPerThread; ++e) {
-      if (tid + e * threads >= entries) break;
-      const T* d = dyt + dy_offset[e];
-      const T* xp = patch + patch_offset[e];
-      T sum = T(0);
-      for (int i = 0; i < kWeightTileRows; ++i) {
-        const T* x_row = xp + i * g.stride_h * t.patch_w;
-        for (int j = 0; j < kWeightTileCols; ++j) sum += d[i * kWeightTileCols + j] * x_row[j * g.stride_w];
+    CK_UNROLL for (int e = 0; e < kMaxEntriesPerThread; ++e) {
+      if (tid + e * threads < entries) {
+        const T* d = dyt + dy_offset[e];
+        const T* xp = patch + patch_offset[e];
+        T sum = T(0);
+        for (int i = 0; i < kWeightTileRows; ++i) {
+          const T* x_row = xp + i * g.stride_h * t.patch_w;
+          for (int j = 0; j < kWeightTileCols; ++j) sum += d[i * kWeightTileCols + j] * x_row[j * g.stride_w];
+        }
+        acc[e] += sum;
       }
-      acc[e] += sum;
     }
     __syncthreads();
   }
-  for (int e = 0; e < kMaxEntriesPerThread; ++e) {
+  CK_UNROLL for (int e = 0; e < kMaxEntriesPerThread; ++e) {
     const int entry = tid + e * threads;
-    if (entry >= entries) break;
     const int tap = entry % taps, cl = entry / taps % t.cb, kl = entry / taps / t.cb;
-    if (k0 + kl >= g.Kg || c0 + cl >= g.Cg) continue;
-    const int k = group * g.Kg + k0 + kl;
-    dw[(static_cast<int64_t>(k) * g.Cg + c0 + cl) * taps + tap] = acc[e];
+    if (entry < entries && k0 + kl < g.Kg && c0 + cl < g.Cg) {
+      const int k = group * g.Kg + k0 + kl;
+      dw[(static_cast<int64_t>(k) * g.Cg + c0 + cl) * taps + tap] = acc[e];
+    }
   }
 }
 

@@ -95,13 +95,25 @@ __device__ __forceinline__ int64_t grid_step() { return static_cast<int64_t>(gri
 
 // ============================== the FFT in shared memory ==============================
 
+// sin(pi x) and cos(pi x). CUDA's sincospi reduces the argument exactly (no
+// slow-path local memory, unlike sin/cos of a multiple of pi).
+__device__ __forceinline__ void sincos_pi(double x, double* s, double* c) {
+#if defined(__CUDACC__)
+  ::sincospi(x, s, c);
+#else
+  *s = std::sin(kPi * x);
+  *c = std::cos(kPi * x);
+#endif
+}
+
 // tw[k] = exp(-2 pi i k / n) for k < n/2, computed in double and rounded to T,
 // so the table is as accurate as T allows. Every thread of the block calls it.
 template <typename T>
 __device__ void load_twiddles(Cx<T>* tw, int n) {
   for (int k = static_cast<int>(threadIdx.x); k < n / 2; k += static_cast<int>(blockDim.x)) {
-    const double angle = -2.0 * kPi * k / n;
-    tw[k] = {static_cast<T>(::cos(angle)), static_cast<T>(::sin(angle))};
+    double s, c;
+    sincos_pi(-2.0 * k / n, &s, &c);
+    tw[k] = {static_cast<T>(c), static_cast<T>(s)};
   }
 }
 
@@ -474,8 +486,9 @@ __global__ void __launch_bounds__(kTile * kTile / 4) spectral_gemm_tiled(GemmArg
   const Cx<T>* B = g.b + f * g.b_f + grp * g.b_g;
   const int tid = static_cast<int>(threadIdx.x), tx = tid % kHalf, ty = tid / kHalf;
   Cx<T> acc[2][2];
-  for (int i = 0; i < 2; ++i)
-    for (int j = 0; j < 2; ++j) acc[i][j] = {T(0), T(0)};
+  CK_UNROLL for (int i = 0; i < 2; ++i) {
+    CK_UNROLL for (int j = 0; j < 2; ++j) acc[i][j] = {T(0), T(0)};
+  }
   const bool a_k_fast = g.a_k == 1, b_c_fast = g.b_c == 1;
   for (int k0 = 0; k0 < g.depth; k0 += kGemmDepth) {
     for (int l = tid; l < kTile * kGemmDepth; l += kThreads) {
@@ -494,7 +507,7 @@ __global__ void __launch_bounds__(kTile * kTile / 4) spectral_gemm_tiled(GemmArg
       Bs[kk * kPitch + cc] = c < g.cols && k < g.depth ? B[k * g.b_k + c * g.b_c] : Cx<T>{T(0), T(0)};
     }
     __syncthreads();
-    for (int kk = 0; kk < kGemmDepth; ++kk) {
+    CK_UNROLL for (int kk = 0; kk < kGemmDepth; ++kk) {
       const Cx<T> a0 = As[kk * kPitch + ty], a1 = As[kk * kPitch + ty + kHalf];
       const Cx<T> b0 = Bs[kk * kPitch + tx], b1 = Bs[kk * kPitch + tx + kHalf];
       mac(acc[0][0], a0, b0);
@@ -504,14 +517,13 @@ __global__ void __launch_bounds__(kTile * kTile / 4) spectral_gemm_tiled(GemmArg
     }
     __syncthreads();
   }
-  for (int i = 0; i < 2; ++i) {
-    const int r = r0 + ty + kHalf * i;
-    if (r >= g.rows) continue;
-    for (int j = 0; j < 2; ++j) {
-      const int c = c0 + tx + kHalf * j;
-      if (c >= g.cols) continue;
-      Cx<T>* out = g.c + f * g.c_f + grp * g.c_g + r * g.c_r + c * g.c_c;
-      *out = g.accumulate ? *out + acc[i][j] : acc[i][j];
+  CK_UNROLL for (int i = 0; i < 2; ++i) {
+    CK_UNROLL for (int j = 0; j < 2; ++j) {
+      const int r = r0 + ty + kHalf * i, c = c0 + tx + kHalf * j;
+      if (r < g.rows && c < g.cols) {
+        Cx<T>* out = g.c + f * g.c_f + grp * g.c_g + r * g.c_r + c * g.c_c;
+        *out = g.accumulate ? *out + acc[i][j] : acc[i][j];
+      }
     }
   }
 }
