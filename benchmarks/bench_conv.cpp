@@ -9,10 +9,11 @@
 //   - runs the pass once and checks the result against float64 sums at a
 //     sample of elements (conv_check.h); a wrong result skips the benchmark
 //     with the worst element, so a fast wrong algorithm never gets a figure;
-//   - runs once more on every copy of its operands (warm-up: first-touch page
-//     faults, the FFT's plans, the GPU's caching allocator).
+//   - runs once more untimed (warm-up: the FFT's plans, the GPU's caching
+//     allocator) and writes every operand copy once (first-touch page faults).
 // The timed loop cycles through enough operand copies that the caches start
-// cold each iteration (--rotate-mib), and synchronizes a GPU after every pass.
+// cold each iteration (--rotate-mib); on a cuda device it is timed with CUDA
+// events (manual time), elsewhere a GPU is synchronized after every pass.
 //
 // Counters: gflops (2*N*K*(C/groups)*R*S*P*Q per pass, per second),
 // max_rel_error (conv_check.h), workspace_bytes, floor_bytes (the bytes the
@@ -169,13 +170,28 @@ void run_conv(benchmark::State& state, const ConvCase& c) {
       }
       max_rel_error = check.max_rel_error;
     }
-    for (const auto& copy : copies) run_pass(backend, c, *copy, workspace);
+    // Warm-up: one more untimed pass, and every copy's outputs written once so
+    // that no timed iteration pays for first-touch page faults.
+    run_pass(backend, c, *copies[0], workspace);
+    for (const auto& copy : copies) {
+      copy->out.fill_(0);
+      if (copy->db.defined()) copy->db.fill_(0);
+    }
     backend.synchronize();
 
+    std::unique_ptr<GpuEventTimer> events;
+    if (uses_events(c.device)) events = std::make_unique<GpuEventTimer>();
     std::size_t i = 0;
     for (auto _ : state) {
-      run_pass(backend, c, *copies[i++ % copies.size()], workspace);
-      if (c.device.type != DeviceType::cpu) backend.synchronize();
+      const Operands& op = *copies[i++ % copies.size()];
+      if (events) {
+        events->start();
+        run_pass(backend, c, op, workspace);
+        state.SetIterationTime(events->stop_seconds());
+      } else {
+        run_pass(backend, c, op, workspace);
+        if (c.device.type != DeviceType::cpu) backend.synchronize();
+      }
     }
 
     const double flops = c.desc.flops();
@@ -275,7 +291,9 @@ int main(int argc, char** argv) {
               const std::string name = "conv/" + set.name + "/" + entry.name + "/" + device.str() + "/" +
                                        std::string(conv_algo_name(algo)) + "/" + pass_short_name(pass);
               auto* b = benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& s) { run_conv(s, c); });
-              b->Unit(benchmark::kMillisecond)->UseRealTime();
+              b->Unit(benchmark::kMillisecond);
+              if (uses_events(device)) b->UseManualTime();
+              else b->UseRealTime();
               if (!timing_meaningful(device)) b->Iterations(1);
             }
       }

@@ -11,8 +11,8 @@
 // bytes_per_second is floor_bytes per second: compare it with the memcpy
 // bandwidth of bench_core. Dense is compute-bound: gflops (2*N*in*out
 // forward, twice that backward). The timed loop cycles through operand
-// copies (--rotate-mib) so that the caches start cold, and synchronizes a
-// GPU after every pass. sim, when asked for, runs one iteration and its time
+// copies (--rotate-mib) so that the caches start cold; a cuda device is
+// timed with CUDA events. sim, when asked for, runs one iteration and its time
 // means nothing for a GPU.
 #include <benchmark/benchmark.h>
 
@@ -292,10 +292,19 @@ void run_layer(benchmark::State& state, const LayerKind& kind, std::int64_t n, D
     for (auto& c : copies) c->run(backend, Pass::forward);
     for (auto& c : copies) c->run(backend, pass);
     backend.synchronize();
+    std::unique_ptr<GpuEventTimer> events;
+    if (uses_events(device)) events = std::make_unique<GpuEventTimer>();
     std::size_t i = 0;
     for (auto _ : state) {
-      copies[i++ % copies.size()]->run(backend, pass);
-      if (device.type != DeviceType::cpu) backend.synchronize();
+      LayerInstance& copy = *copies[i++ % copies.size()];
+      if (events) {
+        events->start();
+        copy.run(backend, pass);
+        state.SetIterationTime(events->stop_seconds());
+      } else {
+        copy.run(backend, pass);
+        if (device.type != DeviceType::cpu) backend.synchronize();
+      }
     }
     state.SetBytesProcessed(static_cast<std::int64_t>(floor * static_cast<double>(state.iterations())));
     state.counters["floor_bytes"] = floor;
@@ -343,7 +352,9 @@ int main(int argc, char** argv) {
           auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
             run_layer(s, kind, n, device, pass, static_cast<std::size_t>(rotate_mib * (1 << 20)));
           });
-          b->Unit(benchmark::kMicrosecond)->UseRealTime();
+          b->Unit(benchmark::kMicrosecond);
+          if (uses_events(device)) b->UseManualTime();
+          else b->UseRealTime();
           if (!timing_meaningful(device)) b->Iterations(1);
         }
   } catch (const std::exception& e) {

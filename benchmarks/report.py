@@ -313,12 +313,11 @@ def conv_tables(results, plotter, context):
                        f"of each pass, · marks the one `automatic`'s heuristic picks.{batch_note} "
                        f"Measured in one run on {context.get('cpu_model', 'this machine')}.\n")
             if never:
-                out.append(f"Not shown: {', '.join(never)} (no layer supported; reasons below).\n")
+                reasons = []
                 for a in never:
-                    for r in rs:
-                        if r.algo == a:
-                            footnotes.setdefault(r.error, len(footnotes) + 1)
-                            break
+                    first = next(r for r in rs if r.algo == a)
+                    reasons.append(f"{a} [{footnotes.setdefault(first.error, len(footnotes) + 1)}]")
+                out.append(f"Not shown, no layer ran: {', '.join(reasons)}.\n")
             out.append(table(header, rows))
             summary = ", ".join(f"{a} wins {n} of {len(layers)} layers {PASS_TITLES[p]}"
                                 for (p, a), n in sorted(wins.items(), key=lambda kv: PASSES.index(kv[0][0])))
@@ -456,18 +455,20 @@ def layers_section(runs, context):
             continue
         _, layer, shape, device, passname = r["name"].split("/")[:5]
         if r.get("error_occurred"):
-            rows.append([layer, shape, device, passname, "—", "—", "—", r.get("error_message", "")])
+            rows.append([layer, shape, device, passname, "—", "—", "—", "—", r.get("error_message", "")])
             continue
         t = seconds(r)
         gbs = r.get("floor_bytes", 0) / t / 1e9 if t > 0 else None
+        g = parse_geometry(r.get("label", ""))
         rows.append([layer, shape, device, passname, fmt(t * 1e6), fmt(gbs),
-                     fmt(r["gflops"]) if "gflops" in r else "", r.get("label", "")])
+                     fmt(r["gflops"]) if "gflops" in r else "", g.get("N", "?"), g.get("rotation", "?")])
     if not rows:
         return "Not measured in this run."
     return (f"Kernel time per pass on preallocated tensors; GB/s is the byte floor (every operand read or "
             f"written once) divided by the time, so compare it with memcpy's bandwidth "
             f"(bench_core). Measured in one run on {context.get('cpu_model', 'this machine')}.\n\n" +
-            table(["layer", "shape per image", "device", "pass", "µs", "GB/s of floor", "GFLOP/s", "batch"], rows))
+            table(["layer", "shape per image", "device", "pass", "µs", "GB/s of floor", "GFLOP/s", "batch",
+                   "operand copies"], rows))
 
 
 def train_section(records, plotter, context):
@@ -488,7 +489,8 @@ def train_section(records, plotter, context):
             for d in devices:
                 if any((m, d, b) in index for b in batches):
                     rows.append([m, d] + [fmt(index.get((m, d, b))) for b in batches])
-        out.append(f"Training images/s (forward + backward + optimizer step on synthetic data, after warm-up). "
+        out.append(f"Training images/s from `convkit bench train` (forward, backward and an optimizer step on "
+                   f"synthetic data already on the device, after warm-up steps). "
                    f"Measured in one run on {context.get('cpu_model', 'this machine')}.\n")
         out.append(table(header, rows))
         gpus = [d for d in devices if d.startswith("cuda")]
@@ -542,7 +544,7 @@ def workers_section(records, plotter, context):
     """Section 4: images/s against data-loader workers, augmentation on."""
     if not records:
         return "Not measured in this run."
-    whats = ordered_unique(r.get("what", "training") for r in records)
+    whats = sorted(ordered_unique(r.get("what", "training") for r in records), key=lambda w: w != "loader")
     workers = sorted({int(r["workers"]) for r in records})
     index = {(r.get("what", "training"), int(r["workers"])): r["images_per_sec"] for r in records}
     model = records[0].get("model", "?")

@@ -5,11 +5,12 @@
 #
 # usage: benchmarks/report.sh quick|full [--build DIR] [--out DIR] [--note TEXT]
 #   quick  the CPU convolution algorithms on the cifar10-cnn layers at batch
-#          128, the five sweeps at a reduced batch, the other layers,
+#          128, the five sweeps at 1/8 to 1/64 of their batch, the other layers,
 #          cifar10-cnn training at batches 16..256, the workers sweep on
 #          Fashion-MNIST and a cifar10-cnn profile: under 5 minutes on 2 cores
 #   full   every layer set at its own batch, every zoo model on every device
 #          (hours on a CPU)
+#   smoke  every step on tiny inputs, for tests/bench (figures meaningless)
 #   --build DIR   the build tree (default build/release)
 #   --out DIR     where the report goes (default docs/results/<machine>)
 #   --note TEXT   a line quoted under the report's header (repeatable)
@@ -17,7 +18,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 preset=${1:-}
-[[ $preset == quick || $preset == full ]] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[[ $preset == quick || $preset == full || $preset == smoke ]] || { sed -n '2,18p' "$0" >&2; exit 2; }
 shift
 build=$root/build/release
 out=
@@ -70,7 +71,8 @@ train_runs() {
           python3 -c 'import json, sys; print(json.dumps({"model": sys.argv[1], "device": sys.argv[2],
                       "batch": int(sys.argv[3]), "skipped": sys.argv[4]}))' \
             "$model" "$device" "$batch" "$err" >>"$raw/train.jsonl"
-          [[ $err == *"not usable"* || $err == *"no CUDA"* || $err == *"not built"* ]] && break
+          # A device that cannot run the smallest batch cannot run the others.
+          [[ $batch == "${batches[0]}" ]] && break
         fi
       done
     done
@@ -107,15 +109,27 @@ started=$SECONDS
 if [[ $preset == quick ]]; then
   # Headline: the CPU algorithms on the Keras cifar10 layers at batch 128.
   run conv bench_conv --sets=cifar10-cnn --devices=cpu --benchmark_min_time=0.2
-  # Crossovers at 1/32 of the batch (1/8 for the batch sweep, so its sizes stay apart).
-  run conv-sweeps bench_conv --sets=sweep-kernel,sweep-size,sweep-filters,sweep-stride --batch-scale=0.03125 \
+  # Crossovers at 1/32 of the batch (1/64 for the sizes up to 128x128, 1/8 for
+  # the batch sweep so that its sizes stay apart).
+  run conv-sweeps bench_conv --sets=sweep-kernel,sweep-filters,sweep-stride --batch-scale=0.03125 \
     --devices=cpu --benchmark_min_time=0.1
+  run conv-sweep-size bench_conv --sets=sweep-size --batch-scale=0.015625 --devices=cpu --benchmark_min_time=0.1
   run conv-sweep-batch bench_conv --sets=sweep-batch --batch-scale=0.125 --devices=cpu --benchmark_min_time=0.1
   run layers bench_layers --devices=cpu --benchmark_min_time=0.1
   train_runs 2 cifar10-cnn
   worker_runs fmnist-cnn 3072
   run train bench_train --devices=cpu --pipeline-model=fmnist-cnn --workers=1,2,4 --pipeline-batches=24 \
     --profile-model=cifar10-cnn --profile-batch=128 --steps=3 --profile-out="$raw/profile.json"
+elif [[ $preset == smoke ]]; then
+  batches=(2 4)
+  run conv bench_conv --layer-file="$root/tests/bench/data/tiny_layers.txt" --sets=tiny,sweep-tiny --devices=cpu \
+    --rotate-mib=0 --benchmark_min_time=0.001
+  run layers bench_layers --devices=cpu --batch-scale=0.02 --benchmark_min_time=0.001
+  train_runs 1 fmnist-cnn
+  worker_runs fmnist-cnn 256
+  run train bench_train --devices=cpu --pipeline-model=fmnist-cnn --workers=1,2 --pipeline-batch=4 \
+    --pipeline-batches=2 --profile-model=fmnist-cnn --profile-batch=2 --warmup=0 --steps=1 \
+    --profile-out="$raw/profile.json"
 else
   run conv bench_conv --sets=all --benchmark_min_time=0.5
   run layers bench_layers --benchmark_min_time=0.5

@@ -11,6 +11,10 @@
 #include "convkit/core/error.h"
 #include "convkit/version.h"
 
+#ifdef CONVKIT_BENCH_CUDA_EVENTS
+#include <cuda_runtime.h>
+#endif
+
 namespace convkit::bench {
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -131,6 +135,42 @@ int rotation_count(std::size_t bytes_per_copy, std::size_t rotate_bytes) {
   const std::size_t copies = (rotate_bytes + bytes_per_copy - 1) / bytes_per_copy;
   return static_cast<int>(std::clamp<std::size_t>(copies, 1, 16));
 }
+
+#ifdef CONVKIT_BENCH_CUDA_EVENTS
+namespace {
+void cuda_check(cudaError_t status, const char* what) {
+  CK_CHECK(status == cudaSuccess, "benchmark timer: ", what, ": ", cudaGetErrorString(status));
+}
+}  // namespace
+
+bool GpuEventTimer::available() { return true; }
+GpuEventTimer::GpuEventTimer() {
+  cudaEvent_t a = nullptr, b = nullptr;
+  cuda_check(cudaEventCreate(&a), "cudaEventCreate");
+  cuda_check(cudaEventCreate(&b), "cudaEventCreate");
+  start_ = a;
+  stop_ = b;
+}
+GpuEventTimer::~GpuEventTimer() {
+  cudaEventDestroy(static_cast<cudaEvent_t>(start_));
+  cudaEventDestroy(static_cast<cudaEvent_t>(stop_));
+}
+void GpuEventTimer::start() { cuda_check(cudaEventRecord(static_cast<cudaEvent_t>(start_), nullptr), "cudaEventRecord"); }
+double GpuEventTimer::stop_seconds() {
+  cuda_check(cudaEventRecord(static_cast<cudaEvent_t>(stop_), nullptr), "cudaEventRecord");
+  cuda_check(cudaEventSynchronize(static_cast<cudaEvent_t>(stop_)), "cudaEventSynchronize");
+  float ms = 0;
+  cuda_check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(stop_)),
+             "cudaEventElapsedTime");
+  return static_cast<double>(ms) * 1e-3;
+}
+#else
+bool GpuEventTimer::available() { return false; }
+GpuEventTimer::GpuEventTimer() { CK_FAIL("benchmark timer: CUDA events need a build with the cuda backend"); }
+GpuEventTimer::~GpuEventTimer() = default;
+void GpuEventTimer::start() {}
+double GpuEventTimer::stop_seconds() { return 0; }
+#endif
 
 int run_benchmarks() {
   benchmark::RunSpecifiedBenchmarks();

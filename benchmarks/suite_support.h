@@ -55,6 +55,30 @@ int rotation_count(std::size_t bytes_per_copy, std::size_t rotate_bytes);
 inline bool timing_meaningful(Device d) { return d.type != DeviceType::sim; }
 inline constexpr const char* kSimLabel = "sim: correctness smoke only, time is meaningless";
 
+// Times work on a cuda device with CUDA events on the default stream, the
+// stream every convkit kernel is launched on, so an iteration's time is the
+// GPU's and not the host's launch overhead. Usable only in a build with the
+// cuda backend (available() says so); elsewhere GPU work is timed with a
+// device synchronize after each iteration.
+class GpuEventTimer {
+ public:
+  static bool available();
+  GpuEventTimer();  // throws Error when !available()
+  ~GpuEventTimer();
+  GpuEventTimer(const GpuEventTimer&) = delete;
+  GpuEventTimer& operator=(const GpuEventTimer&) = delete;
+  void start();
+  // Waits for the work since start() and returns its GPU time.
+  double stop_seconds();
+
+ private:
+  void* start_ = nullptr;
+  void* stop_ = nullptr;
+};
+
+// Whether benchmarks on `device` time with GpuEventTimer (manual time).
+inline bool uses_events(Device device) { return device.type == DeviceType::cuda && GpuEventTimer::available(); }
+
 // Runs the benchmarks selected on the command line and returns the exit code.
 int run_benchmarks();
 

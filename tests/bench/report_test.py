@@ -73,12 +73,13 @@ class ReportTest(unittest.TestCase):
     def test_training_workers_and_profile(self):
         self.assertIn("| cifar10-cnn | cpu | 500 | 800 | 1000 |", self.text)
         self.assertIn("cuda is not usable here", self.text)
+        self.assertIn("| workers | loader images/s | training images/s |", self.text)
         self.assertIn("| 2 | 1700 | 450 |", self.text)
         # Conv2d: (10 + 20 + 30 + 50) ms over 2 steps, 110 / 129 of the time.
         self.assertIn("| Conv2d | 2 | 20.0 | 35.0 | 55.0 | 85.3% |", self.text)
 
     def test_layer_kernels(self):
-        self.assertIn("| dense | 2304to512 | cpu | bwd | 1000 | 5.00 | 75.5 |", self.text)
+        self.assertIn("| dense | 2304to512 | cpu | bwd | 1000 | 5.00 | 75.5 | 16 | 4 |", self.text)
 
     def test_plots_are_png(self):
         if shutil.which("gnuplot") is None:
