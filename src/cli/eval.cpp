@@ -51,12 +51,15 @@ int run_eval(const Args& args) {
   CK_CHECK(data_text || trained_on, "eval: --data is required (the checkpoint does not say what "
                                     "it was trained on)");
   const DataSpec spec = parse_data_spec(data_text ? *data_text : *trained_on);
-  const std::string seed_text = p.value_or("seed", ck.get_metadata("seed").value_or("1"));
-  std::uint64_t seed = 0;
-  try {
-    seed = std::stoull(seed_text);
-  } catch (const std::exception&) {
-    CK_FAIL("eval: --seed expects a non-negative integer, got '", seed_text, "'");
+  std::uint64_t seed = 1;
+  if (p.value("seed")) {
+    seed = static_cast<std::uint64_t>(p.int_or("seed", 1, 0));
+  } else if (const auto stored = ck.get_metadata("seed")) {
+    try {
+      seed = std::stoull(*stored);
+    } catch (const std::exception&) {
+      CK_FAIL("eval: checkpoint '", path, "' has a malformed seed '", *stored, "'; pass --seed");
+    }
   }
   const DataSplits splits = load_data(spec, seed);
 

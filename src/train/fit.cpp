@@ -152,9 +152,11 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
       if (profiler) profiler->end_step(labels.size(0));
       ++step;
       for (const auto& cb : options.callbacks) cb->on_batch_end(step - 1, context);
-      if (mode == ProgressMode::bar && step < total)
-        bar.update(step, seconds_since(start),
-                   {{"loss", metrics.loss()}, {"accuracy", metrics.accuracy()}});
+      if (mode == ProgressMode::bar && step < total) {
+        const double elapsed = seconds_since(start);
+        if (bar.due(step, elapsed))  // reading the metrics waits for the device
+          bar.update(step, elapsed, {{"loss", metrics.loss()}, {"accuracy", metrics.accuracy()}});
+      }
     }
     const double seconds = seconds_since(start);
     const double train_loss = metrics.loss();

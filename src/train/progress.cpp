@@ -96,9 +96,12 @@ void ProgressBar::draw(const std::string& line) {
   drawn_width_ = line.size();
 }
 
+bool ProgressBar::due(std::int64_t step, double elapsed) const {
+  return terminal_ && (last_draw_ < 0 || elapsed - last_draw_ >= 0.1 || step >= total_);
+}
+
 void ProgressBar::update(std::int64_t step, double elapsed, const MetricList& metrics) {
-  if (!terminal_) return;
-  if (last_draw_ >= 0 && elapsed - last_draw_ < 0.1 && step < total_) return;
+  if (!due(step, elapsed)) return;
   last_draw_ = elapsed;
   draw(progress_line(step, total_, elapsed, metrics, false));
 }

@@ -210,5 +210,37 @@ TEST(Cli, TrainEvalPredictOnGeneratedIdx) {
                         "binary classifier");
 }
 
+// An image folder without train/test subfolders is split 80/20 by the seed;
+// eval finds the same test split through the seed stored in the checkpoint.
+TEST(Cli, TrainAndEvalOnAnImageFolder) {
+  TempDir dir;
+  write_image_folder(dir.file("pets"), {"cats", "dogs"}, 10, 50, 60);
+  const std::string out = dir.file("run");
+  const CommandResult train =
+      convkit("train catdog-cnn --data folder:" + shell_quote(dir.file("pets")) +
+              " --epochs 1 --batch 4 --augment --seed 5 --json --out " + shell_quote(out));
+  ASSERT_EQ(train.status, 0) << train.err << train.out;
+  EXPECT_NE(train.out.find("16 train / 4 test images, 2 classes, augmented"), std::string::npos)
+      << train.out;
+  const json::Value v = json::parse(train.last_line(), "train output");
+  EXPECT_EQ(number(v, "train_images"), 16);
+  EXPECT_EQ(number(v, "test_images"), 4);
+  EXPECT_TRUE(v.find("augment")->boolean);
+
+  const CommandResult eval = convkit("eval " + shell_quote(out + "/last.ckpt") + " --json");
+  ASSERT_EQ(eval.status, 0) << eval.err;
+  const json::Value e = json::parse(eval.last_line(), "eval output");
+  EXPECT_EQ(number(e, "test_images"), 4);
+  EXPECT_NEAR(number(e, "test_accuracy"), number(v, "test_accuracy"), 1e-9);
+
+  const CommandResult predict = convkit("predict " + shell_quote(out + "/last.ckpt") + " " +
+                                        shell_quote(dir.file("pets/dogs/img1.jpg")) + " --top 1");
+  ASSERT_EQ(predict.status, 0) << predict.err;
+  EXPECT_EQ(count_lines(predict.out), 2) << predict.out;  // the verdict and one class
+  EXPECT_TRUE(predict.out.find(": cats (") != std::string::npos ||
+              predict.out.find(": dogs (") != std::string::npos)
+      << predict.out;
+}
+
 }  // namespace
 }  // namespace convkit::testing

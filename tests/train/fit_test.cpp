@@ -116,6 +116,22 @@ TEST(Fit, LinesModePrintsOneLinePerEpoch) {
     EXPECT_NE(s.find(part), std::string::npos) << part;
 }
 
+TEST(Fit, BarModeRedrawsInPlace) {
+  auto model = small_cnn(4);
+  data::DataLoader loader(quadrant_dataset(32, 4, 8), loader_options(8));
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.01));
+  std::ostringstream out;
+  train::FitOptions o = quiet(2);
+  o.progress = train::ProgressMode::bar;
+  o.out = &out;
+  train::fit(*model, opt, loader, o);
+  const std::string s = out.str();
+  EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 4) << s;  // 2 x (header, final line)
+  EXPECT_GE(std::count(s.begin(), s.end(), '\r'), 4) << s;  // a first running line and the final one
+  EXPECT_NE(s.find("\r1/4 [======>.......................] - ETA: "), std::string::npos) << s;
+  EXPECT_NE(s.find("\r4/4 [==============================] - "), std::string::npos) << s;
+}
+
 TEST(Fit, ArgumentErrors) {
   auto model = small_cnn(4);
   data::DataLoader loader(quadrant_dataset(16, 4, 1), loader_options(8));

@@ -43,8 +43,11 @@ class ProgressBar {
  public:
   // terminal: redraw in place while running; otherwise print the final line only.
   ProgressBar(std::ostream& out, std::int64_t total_steps, bool terminal);
-  // After `step` steps: redraws when on a terminal and 0.1 s have passed since
-  // the last redraw (or this is the last step).
+  // Whether update() would redraw now: on a terminal, when 0.1 s have passed
+  // since the last redraw or `step` is the last. Lets the caller skip
+  // gathering metrics (a device sync) for a line that would not be drawn.
+  bool due(std::int64_t step, double elapsed_seconds) const;
+  // After `step` steps: redraws when due().
   void update(std::int64_t step, double elapsed_seconds, const MetricList& metrics);
   // The final line (replacing the running one on a terminal), then a newline.
   void finish(std::int64_t steps, double elapsed_seconds, const MetricList& metrics,
