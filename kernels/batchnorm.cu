@@ -1,0 +1,435 @@
+// Batch norm over x viewed as [N, C, S]: per-channel statistics and backward
+// sums (reductions over the M = N * S elements of a channel), and the two
+// elementwise maps (affine, input gradient).
+//
+// Floors: the statistics read x once (N * C * S * sizeof(T) bytes) for a few
+// flops per element; backward_reduce reads x and grad_out once; affine and
+// backward_input read one or two tensors and write one. All memory-bound.
+//
+// Channel c's elements are M / S runs of S contiguous values, C * S apart, so
+// a reduction walks "element m of channel c" = x[(m / S) * C * S + c * S + m % S]
+// with a cursor that steps (n, s) without dividing.
+//
+//   v1 thread_per_channel  a thread walks its channel: two passes for mean and
+//                          variance. Obviously right, and C threads are far too
+//                          few to fill a GPU (64 channels -> 64 threads).
+//   v2 block_per_channel   a block per channel; neighbouring threads read
+//                          neighbouring elements of a run (coalesced when S is
+//                          large); each thread keeps a Welford state (count,
+//                          mean, M2) in one pass, and the states meet pairwise
+//                          by Chan's formula: five __shfl_down_sync steps per
+//                          warp, then the warp results through shared memory.
+//   v3 split_channels      when C blocks cannot fill the GPU, each channel is
+//                          split over `splits` blocks that grid-stride through
+//                          it and write partial (mean, M2); a second kernel
+//                          merges each channel's partials in one warp. A
+//                          partial's count is implied by the mapping, so only
+//                          two numbers per block are stored.
+//
+// Welford keeps float32 statistics accurate where a one-pass sum of squares
+// would cancel: the error of the variance is about (elements per thread +
+// log2(threads)) * eps relative, independent of the mean's size.
+#include "kernels/batchnorm.cuh"
+
+#include "convkit/backend/kernel_versions.h"
+#include "kernels/dispatch.cuh"
+#include "kernels/tensor_view.cuh"
+#include "kernels/warp_reduce.cuh"
+
+namespace convkit::CK_GPU_NS {
+
+namespace {
+
+constexpr unsigned kBlockThreads = 256;
+constexpr unsigned kMaxGridX = 65535;
+constexpr unsigned kTargetBlocks = 1024;   // ~8 resident 256-thread blocks on each of 132 SMs (H100)
+constexpr std::int64_t kPerThreadMin = 16;  // a split leaves each thread at least this many elements
+
+struct ChannelGeometry {
+  std::int64_t N, C, S;
+};
+
+// Calls f(offset of channel c's element m) for m = first, first + step, ...
+// below M, stepping (n, s) without a division per element.
+template <typename F>
+__device__ __forceinline__ void for_each_in_channel(ChannelGeometry g, std::int64_t c, std::int64_t first,
+                                                    std::int64_t step, F&& f) {
+  if (g.S == 0) return;  // no elements (and no division by zero)
+  std::int64_t n = first / g.S, s = first % g.S;
+  const std::int64_t dn = step / g.S, ds = step % g.S, plane = g.C * g.S;
+  std::int64_t run = n * plane + c * g.S;  // offset of (n, c, 0)
+  while (n < g.N) {
+    f(run + s);
+    n += dn;
+    run += dn * plane;
+    s += ds;
+    if (s >= g.S) {
+      s -= g.S;
+      ++n;
+      run += plane;
+    }
+  }
+}
+
+// ---- Welford states and Chan's pairwise merge.
+template <typename T>
+struct Welford {
+  std::int64_t count;
+  T mean;
+  T m2;  // sum of squared deviations from the mean
+};
+
+template <typename T>
+__device__ __forceinline__ Welford<T> add(Welford<T> w, T v) {
+  ++w.count;
+  const T d = v - w.mean;
+  w.mean += d / static_cast<T>(w.count);
+  w.m2 += d * (v - w.mean);
+  return w;
+}
+
+template <typename T>
+struct MergeWelford {
+  __device__ __forceinline__ Welford<T> operator()(Welford<T> a, Welford<T> b) const {
+    if (b.count == 0) return a;
+    if (a.count == 0) return b;
+    const std::int64_t n = a.count + b.count;
+    const T delta = b.mean - a.mean;
+    const T wb = static_cast<T>(b.count) / static_cast<T>(n);
+    return {n, a.mean + delta * wb, a.m2 + b.m2 + delta * delta * static_cast<T>(a.count) * wb};
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ Welford<T> shfl_down(Welford<T> w, unsigned delta) {
+  return {CK_GPU_NS::shfl_down(w.count, delta), CK_GPU_NS::shfl_down(w.mean, delta),
+          CK_GPU_NS::shfl_down(w.m2, delta)};
+}
+
+struct Add {
+  template <typename T>
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+
+// A block's combination of one value per thread, valid in thread 0: shuffles
+// within each warp, warp leaders through shared memory, warp 0 finishes.
+template <typename Acc, typename Combine>
+__device__ __forceinline__ Acc block_reduce(Acc a, Acc identity, Combine combine, Acc* warp_partial) {
+  const unsigned lane = lane_id(), warp = threadIdx.x / kWarpSize, warps = blockDim.x / kWarpSize;
+  a = warp_reduce_down(a, combine);
+  if (lane == 0) warp_partial[warp] = a;
+  __syncthreads();
+  if (warp == 0) a = warp_reduce_down(lane < warps ? warp_partial[lane] : identity, combine);
+  return a;
+}
+
+// Elements of channel c that block `split` of `splits` visits (B threads,
+// element m goes to block (m / B) % splits): the count a partial stands for.
+__device__ __forceinline__ std::int64_t split_count(std::int64_t M, std::int64_t B, std::int64_t split,
+                                                    std::int64_t splits) {
+  const std::int64_t round = B * splits, rem = M % round - split * B;
+  return (M / round) * B + (rem < 0 ? 0 : (rem > B ? B : rem));
+}
+
+template <typename T>
+__device__ __forceinline__ void write_stats(Welford<T> w, T* mean, T* var, std::int64_t c) {
+  mean[c] = w.count > 0 ? w.mean : static_cast<T>(NAN);
+  var[c] = w.count > 0 ? w.m2 / static_cast<T>(w.count) : static_cast<T>(NAN);
+}
+
+// ---- statistics, v1: a thread per channel, sum then squared deviations.
+template <typename T>
+__global__ void stats_v1_thread_per_channel(const T* x, ChannelGeometry g, T* mean, T* var) {
+  const std::int64_t M = g.N * g.S;
+  for (std::int64_t c = grid_thread(); c < g.C; c += grid_threads()) {
+    T sum = 0;
+    for (std::int64_t n = 0; n < g.N; ++n)
+      for (std::int64_t s = 0; s < g.S; ++s) sum += x[(n * g.C + c) * g.S + s];
+    const T mu = sum / static_cast<T>(M);
+    T sq = 0;
+    for (std::int64_t n = 0; n < g.N; ++n)
+      for (std::int64_t s = 0; s < g.S; ++s) {
+        const T d = x[(n * g.C + c) * g.S + s] - mu;
+        sq += d * d;
+      }
+    mean[c] = mu;
+    var[c] = sq / static_cast<T>(M);
+  }
+}
+
+// ---- statistics, v2 (gridDim.y == 1) and v3's first pass (gridDim.y ==
+// splits): block (c, split) runs Welford over elements split * B + t + k * splits * B.
+template <typename T>
+__global__ void stats_welford_blocks(const T* x, ChannelGeometry g, T* mean, T* var, T* partial_mean,
+                                     T* partial_m2) {
+  __shared__ Welford<T> warp_partial[kWarpSize];
+  const std::int64_t B = blockDim.x, step = static_cast<std::int64_t>(gridDim.y) * B;
+  for (std::int64_t c = blockIdx.x; c < g.C; c += gridDim.x) {
+    Welford<T> w{0, T(0), T(0)};
+    for_each_in_channel(g, c, blockIdx.y * B + threadIdx.x, step, [&](std::int64_t i) { w = add(w, x[i]); });
+    w = block_reduce(w, Welford<T>{0, T(0), T(0)}, MergeWelford<T>{}, warp_partial);
+    if (threadIdx.x == 0) {
+      if (gridDim.y == 1) {
+        write_stats(w, mean, var, c);
+      } else {
+        partial_mean[blockIdx.y * g.C + c] = w.mean;
+        partial_m2[blockIdx.y * g.C + c] = w.m2;
+      }
+    }
+    __syncthreads();  // warp 0 has read warp_partial before the next channel overwrites it
+  }
+}
+
+// ---- statistics, v3's second pass: a warp per channel merges its `splits` partials.
+template <typename T>
+__global__ void stats_merge_partials(const T* partial_mean, const T* partial_m2, ChannelGeometry g,
+                                     std::int64_t splits, std::int64_t block_threads, T* mean, T* var) {
+  const std::int64_t M = g.N * g.S;
+  const unsigned lane = lane_id();
+  for (std::int64_t c = grid_thread() / kWarpSize; c < g.C; c += grid_threads() / kWarpSize) {
+    Welford<T> w{0, T(0), T(0)};
+    for (std::int64_t s = lane; s < splits; s += kWarpSize)
+      w = MergeWelford<T>{}(w, {split_count(M, block_threads, s, splits), partial_mean[s * g.C + c],
+                                partial_m2[s * g.C + c]});
+    w = warp_reduce_down(w, MergeWelford<T>{});
+    if (lane == 0) write_stats(w, mean, var, c);
+  }
+}
+
+// ---- backward sums: sum(dy) and sum(dy * (x - mean)), same three mappings.
+template <typename T>
+__global__ void backward_reduce_v1_thread_per_channel(const T* dy, const T* x, const T* mean, ChannelGeometry g,
+                                                      T* sum_dy, T* sum_dy_xmu) {
+  for (std::int64_t c = grid_thread(); c < g.C; c += grid_threads()) {
+    const T mu = mean[c];
+    T a = 0, b = 0;
+    for (std::int64_t n = 0; n < g.N; ++n)
+      for (std::int64_t s = 0; s < g.S; ++s) {
+        const std::int64_t i = (n * g.C + c) * g.S + s;
+        a += dy[i];
+        b += dy[i] * (x[i] - mu);
+      }
+    sum_dy[c] = a;
+    sum_dy_xmu[c] = b;
+  }
+}
+
+// Block (c, split); with gridDim.y > 1 the outputs are [splits, C] partials.
+template <typename T>
+__global__ void backward_reduce_blocks(const T* dy, const T* x, const T* mean, ChannelGeometry g, T* sum_dy,
+                                       T* sum_dy_xmu) {
+  __shared__ T warp_partial[2][kWarpSize];
+  const std::int64_t B = blockDim.x, step = static_cast<std::int64_t>(gridDim.y) * B;
+  for (std::int64_t c = blockIdx.x; c < g.C; c += gridDim.x) {
+    const T mu = mean[c];
+    T a = 0, b = 0;
+    for_each_in_channel(g, c, blockIdx.y * B + threadIdx.x, step, [&](std::int64_t i) {
+      a += dy[i];
+      b += dy[i] * (x[i] - mu);
+    });
+    a = block_reduce(a, T(0), Add{}, warp_partial[0]);
+    b = block_reduce(b, T(0), Add{}, warp_partial[1]);
+    if (threadIdx.x == 0) {
+      sum_dy[blockIdx.y * g.C + c] = a;
+      sum_dy_xmu[blockIdx.y * g.C + c] = b;
+    }
+    __syncthreads();
+  }
+}
+
+template <typename T>
+__global__ void backward_reduce_merge_partials(const T* partial_dy, const T* partial_dy_xmu, ChannelGeometry g,
+                                               std::int64_t splits, T* sum_dy, T* sum_dy_xmu) {
+  const unsigned lane = lane_id();
+  for (std::int64_t c = grid_thread() / kWarpSize; c < g.C; c += grid_threads() / kWarpSize) {
+    T a = 0, b = 0;
+    for (std::int64_t s = lane; s < splits; s += kWarpSize) {
+      a += partial_dy[s * g.C + c];
+      b += partial_dy_xmu[s * g.C + c];
+    }
+    a = warp_reduce_down(a, Add{});
+    b = warp_reduce_down(b, Add{});
+    if (lane == 0) {
+      sum_dy[c] = a;
+      sum_dy_xmu[c] = b;
+    }
+  }
+}
+
+// ---- elementwise maps: one grid-stride loop, channel (i / S) % C.
+template <typename T>
+__global__ void affine_kernel(const T* x, const T* scale, const T* shift, ChannelGeometry g, T* out) {
+  const std::int64_t total = g.N * g.C * g.S;
+  for (std::int64_t i = grid_thread(); i < total; i += grid_threads()) {
+    const std::int64_t c = (i / g.S) % g.C;
+    out[i] = x[i] * scale[c] + shift[c];
+  }
+}
+
+template <typename T>
+__global__ void backward_input_kernel(const T* dy, const T* x, const T* mean, const T* invstd, const T* weight,
+                                      const T* sum_dy, const T* sum_dy_xmu, ChannelGeometry g, T* grad_in) {
+  const std::int64_t total = g.N * g.C * g.S;
+  const T inv_m = T(1) / static_cast<T>(g.N * g.S);
+  for (std::int64_t i = grid_thread(); i < total; i += grid_threads()) {
+    const std::int64_t c = (i / g.S) % g.C;
+    const T istd = invstd[c];
+    const T proj = sum_dy_xmu[c] * inv_m * istd * istd;  // coefficient of (x - mean)
+    grad_in[i] = weight[c] * istd * (dy[i] - sum_dy[c] * inv_m - (x[i] - mean[c]) * proj);
+  }
+}
+
+unsigned channel_blocks(std::int64_t C) { return static_cast<unsigned>(C < kMaxGridX ? C : kMaxGridX); }
+
+unsigned warp_blocks(std::int64_t warps) {
+  const std::int64_t per_block = kBlockThreads / kWarpSize, b = (warps + per_block - 1) / per_block;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > kMaxGridX ? kMaxGridX : b));
+}
+
+}  // namespace
+
+const char* mapping_name(BatchNormMapping m) {
+  switch (m) {
+    case BatchNormMapping::thread_per_channel: return "thread_per_channel";
+    case BatchNormMapping::block_per_channel: return "block_per_channel";
+    case BatchNormMapping::split_channels: return "split_channels";
+  }
+  return "?";
+}
+
+int batch_norm_kernel_version() {
+  static const bool registered = [] {
+    register_kernel_family({"batch_norm", 3, 3,
+                            "v1 one thread per channel, two passes; "
+                            "v2 one block per channel, Welford states merged by warp shuffles; "
+                            "v3 channels split over several blocks when C alone cannot fill the GPU"});
+    return true;
+  }();
+  (void)registered;
+  return kernel_version("batch_norm");
+}
+
+BatchNormPlan plan_batch_norm(std::int64_t N, std::int64_t C, std::int64_t S, int version) {
+  CK_CHECK(version >= 1 && version <= 3, "batch_norm: kernel version ", version, " does not exist (1..3)");
+  BatchNormPlan p;
+  p.version = version;
+  if (version == 1) return p;
+  p.mapping = BatchNormMapping::block_per_channel;
+  if (version == 2 || C <= 0 || C >= kTargetBlocks) return p;
+  const std::int64_t for_occupancy = (kTargetBlocks + C - 1) / C;
+  const std::int64_t for_work = N * S / (kBlockThreads * kPerThreadMin);
+  std::int64_t splits = for_occupancy < for_work ? for_occupancy : for_work;
+  if (splits > kMaxGridX) splits = kMaxGridX;
+  if (splits > 1) {
+    p.mapping = BatchNormMapping::split_channels;
+    p.splits = static_cast<unsigned>(splits);
+    p.workspace_elements = 2 * splits * C;
+  }
+  return p;
+}
+
+void launch_batch_norm_stats(DType dtype, const void* x, std::int64_t N, std::int64_t C, std::int64_t S, void* mean,
+                             void* var, const BatchNormPlan& p, void* workspace) {
+  if (C == 0) return;
+  CK_CHECK(p.splits == 1 || workspace != nullptr, "batch_norm_stats: a split plan needs a workspace of ",
+           p.workspace_elements, " elements");
+  const ChannelGeometry g{N, C, S};
+  dispatch_floating(dtype, "batch_norm_stats", [&](auto t) {
+    using T = decltype(t);
+    const T* xp = static_cast<const T*>(x);
+    T* mp = static_cast<T*>(mean);
+    T* vp = static_cast<T*>(var);
+    switch (p.mapping) {
+      case BatchNormMapping::thread_per_channel: {
+        const LaunchShape s = grid_stride_shape(C);
+        launch(stats_v1_thread_per_channel<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, xp, g, mp, vp);
+        return;
+      }
+      case BatchNormMapping::block_per_channel:
+        launch(stats_welford_blocks<T>, dim3(channel_blocks(C)), dim3(kBlockThreads), 0, nullptr, xp, g, mp, vp,
+               static_cast<T*>(nullptr), static_cast<T*>(nullptr));
+        return;
+      case BatchNormMapping::split_channels: {
+        T* partial_mean = static_cast<T*>(workspace);
+        T* partial_m2 = partial_mean + p.splits * C;
+        launch(stats_welford_blocks<T>, dim3(channel_blocks(C), p.splits), dim3(kBlockThreads), 0, nullptr, xp, g, mp,
+               vp, partial_mean, partial_m2);
+        launch(stats_merge_partials<T>, dim3(warp_blocks(C)), dim3(kBlockThreads), 0, nullptr,
+               static_cast<const T*>(partial_mean), static_cast<const T*>(partial_m2), g,
+               static_cast<std::int64_t>(p.splits), static_cast<std::int64_t>(kBlockThreads), mp, vp);
+        return;
+      }
+    }
+  });
+}
+
+void launch_batch_norm_backward_reduce(DType dtype, const void* grad_out, const void* x, const void* mean,
+                                       std::int64_t N, std::int64_t C, std::int64_t S, void* sum_dy,
+                                       void* sum_dy_xmu, const BatchNormPlan& p, void* workspace) {
+  if (C == 0) return;
+  CK_CHECK(p.splits == 1 || workspace != nullptr, "batch_norm_backward_reduce: a split plan needs a workspace of ",
+           p.workspace_elements, " elements");
+  const ChannelGeometry g{N, C, S};
+  dispatch_floating(dtype, "batch_norm_backward_reduce", [&](auto t) {
+    using T = decltype(t);
+    const T* dy = static_cast<const T*>(grad_out);
+    const T* xp = static_cast<const T*>(x);
+    const T* mp = static_cast<const T*>(mean);
+    T* s1 = static_cast<T*>(sum_dy);
+    T* s2 = static_cast<T*>(sum_dy_xmu);
+    switch (p.mapping) {
+      case BatchNormMapping::thread_per_channel: {
+        const LaunchShape s = grid_stride_shape(C);
+        launch(backward_reduce_v1_thread_per_channel<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, dy, xp, mp, g,
+               s1, s2);
+        return;
+      }
+      case BatchNormMapping::block_per_channel:
+        launch(backward_reduce_blocks<T>, dim3(channel_blocks(C)), dim3(kBlockThreads), 0, nullptr, dy, xp, mp, g, s1,
+               s2);
+        return;
+      case BatchNormMapping::split_channels: {
+        T* partial_dy = static_cast<T*>(workspace);
+        T* partial_dy_xmu = partial_dy + p.splits * C;
+        launch(backward_reduce_blocks<T>, dim3(channel_blocks(C), p.splits), dim3(kBlockThreads), 0, nullptr, dy, xp,
+               mp, g, partial_dy, partial_dy_xmu);
+        launch(backward_reduce_merge_partials<T>, dim3(warp_blocks(C)), dim3(kBlockThreads), 0, nullptr,
+               static_cast<const T*>(partial_dy), static_cast<const T*>(partial_dy_xmu), g,
+               static_cast<std::int64_t>(p.splits), s1, s2);
+        return;
+      }
+    }
+  });
+}
+
+void launch_batch_norm_affine(DType dtype, const void* x, const void* scale, const void* shift, std::int64_t N,
+                              std::int64_t C, std::int64_t S, void* out) {
+  const std::int64_t total = N * C * S;
+  if (total == 0) return;
+  const LaunchShape s = grid_stride_shape(total);
+  dispatch_floating(dtype, "batch_norm_affine", [&](auto t) {
+    using T = decltype(t);
+    launch(affine_kernel<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, static_cast<const T*>(x),
+           static_cast<const T*>(scale), static_cast<const T*>(shift), ChannelGeometry{N, C, S}, static_cast<T*>(out));
+  });
+}
+
+void launch_batch_norm_backward_input(DType dtype, const void* grad_out, const void* x, const void* mean,
+                                      const void* invstd, const void* weight, const void* sum_dy,
+                                      const void* sum_dy_xmu, std::int64_t N, std::int64_t C, std::int64_t S,
+                                      void* grad_in) {
+  const std::int64_t total = N * C * S;
+  if (total == 0) return;
+  const LaunchShape s = grid_stride_shape(total);
+  dispatch_floating(dtype, "batch_norm_backward_input", [&](auto t) {
+    using T = decltype(t);
+    launch(backward_input_kernel<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, static_cast<const T*>(grad_out),
+           static_cast<const T*>(x), static_cast<const T*>(mean), static_cast<const T*>(invstd),
+           static_cast<const T*>(weight), static_cast<const T*>(sum_dy), static_cast<const T*>(sum_dy_xmu),
+           ChannelGeometry{N, C, S}, static_cast<T*>(grad_in));
+  });
+}
+
+}  // namespace convkit::CK_GPU_NS

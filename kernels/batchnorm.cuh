@@ -1,0 +1,50 @@
+#pragma once
+// Launchers of the batch-norm kernels (kernels/batchnorm.cu), with the
+// semantics of Backend::batch_norm_* (include/convkit/backend/backend.h): x is a
+// contiguous [N, C, S] device array of `dtype` (float32 or float64), the
+// per-channel arrays have C elements, and M = N * S elements make up a channel.
+// docs/gpu/batchnorm.md explains the mappings.
+#include <cstdint>
+
+#include "convkit/core/dtype.h"
+#include "convkit/sim/cuda_compat.h"
+
+namespace convkit::CK_GPU_NS {
+
+// How the per-channel reductions (statistics, backward sums) meet threads.
+enum class BatchNormMapping {
+  thread_per_channel,  // v1: a thread walks a channel
+  block_per_channel,   // v2 (and v3 when there are enough channels): a block per channel
+  split_channels,      // v3: `splits` blocks per channel, then a warp per channel merges their partials
+};
+const char* mapping_name(BatchNormMapping m);
+
+struct BatchNormPlan {
+  int version = 3;
+  BatchNormMapping mapping = BatchNormMapping::thread_per_channel;
+  unsigned splits = 1;
+  // Elements of the dtype for the partials of a split reduction (2 * splits * C), else 0.
+  std::int64_t workspace_elements = 0;
+};
+
+// The "batch_norm" family's version to run (registers the family on first call).
+int batch_norm_kernel_version();
+BatchNormPlan plan_batch_norm(std::int64_t N, std::int64_t C, std::int64_t S, int version);
+
+// mean[c] and the biased variance var[c] of channel c (Welford, merged pairwise).
+void launch_batch_norm_stats(DType dtype, const void* x, std::int64_t N, std::int64_t C, std::int64_t S, void* mean,
+                             void* var, const BatchNormPlan& plan, void* workspace);
+// sum_dy[c] = sum(grad_out), sum_dy_xmu[c] = sum(grad_out * (x - mean[c])).
+void launch_batch_norm_backward_reduce(DType dtype, const void* grad_out, const void* x, const void* mean,
+                                       std::int64_t N, std::int64_t C, std::int64_t S, void* sum_dy,
+                                       void* sum_dy_xmu, const BatchNormPlan& plan, void* workspace);
+// out = x * scale[c] + shift[c]. One version: an elementwise map.
+void launch_batch_norm_affine(DType dtype, const void* x, const void* scale, const void* shift, std::int64_t N,
+                              std::int64_t C, std::int64_t S, void* out);
+// grad_in = weight[c] * invstd[c] * (dy - sum_dy[c] / M - (x - mean[c]) * invstd[c]^2 * sum_dy_xmu[c] / M).
+void launch_batch_norm_backward_input(DType dtype, const void* grad_out, const void* x, const void* mean,
+                                      const void* invstd, const void* weight, const void* sum_dy,
+                                      const void* sum_dy_xmu, std::int64_t N, std::int64_t C, std::int64_t S,
+                                      void* grad_in);
+
+}  // namespace convkit::CK_GPU_NS

@@ -1,0 +1,64 @@
+// GpuBackend's batch-norm kernels: kernels/batchnorm.cu. x is viewed as
+// [N, C, S]; split reductions get their workspace here.
+#include "convkit/ops/factory.h"
+#include "gpu/gpu_backend.h"
+#include "kernels/batchnorm.cuh"
+
+namespace convkit::CK_GPU_NS {
+
+namespace {
+
+struct ChannelView {
+  std::int64_t N, C, S;
+  ChannelView(const char* op, const Tensor& x) : N(0), C(0), S(0) {
+    CK_CHECK(x.dim() >= 2 && x.is_contiguous(), op, ": x must be contiguous [N, C, ...], got shape ", x.shape());
+    N = x.size(0);
+    C = x.size(1);
+    S = N * C == 0 ? 0 : x.numel() / (N * C);
+  }
+};
+
+Tensor workspace_for(const BatchNormPlan& plan, const Tensor& x) {
+  if (plan.workspace_elements == 0) return {};
+  return empty({plan.workspace_elements}, TensorOptions().dtype(x.dtype()).device(x.device()));
+}
+
+void* data_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
+
+}  // namespace
+
+void GpuBackend::batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
+  const ChannelView v("batch_norm_stats", x);
+  const BatchNormPlan plan = plan_batch_norm(v.N, v.C, v.S, batch_norm_kernel_version());
+  const Tensor workspace = workspace_for(plan, x);
+  launch_batch_norm_stats(x.dtype(), x.raw_data(), v.N, v.C, v.S, mean.raw_data(), var.raw_data(), plan,
+                          data_or_null(workspace));
+}
+
+void GpuBackend::batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift, const Tensor& out) {
+  const ChannelView v("batch_norm_affine", x);
+  launch_batch_norm_affine(x.dtype(), x.raw_data(), scale.raw_data(), shift.raw_data(), v.N, v.C, v.S,
+                           out.raw_data());
+}
+
+void GpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& x, const Tensor& mean,
+                                            const Tensor& sum_dy, const Tensor& sum_dy_xmu) {
+  const ChannelView v("batch_norm_backward_reduce", x);
+  CK_CHECK(grad_out.is_contiguous(), "batch_norm_backward_reduce: grad_out must be contiguous");
+  const BatchNormPlan plan = plan_batch_norm(v.N, v.C, v.S, batch_norm_kernel_version());
+  const Tensor workspace = workspace_for(plan, x);
+  launch_batch_norm_backward_reduce(x.dtype(), grad_out.raw_data(), x.raw_data(), mean.raw_data(), v.N, v.C, v.S,
+                                    sum_dy.raw_data(), sum_dy_xmu.raw_data(), plan, data_or_null(workspace));
+}
+
+void GpuBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor& x, const Tensor& mean,
+                                           const Tensor& invstd, const Tensor& weight, const Tensor& sum_dy,
+                                           const Tensor& sum_dy_xmu, const Tensor& grad_in) {
+  const ChannelView v("batch_norm_backward_input", x);
+  CK_CHECK(grad_out.is_contiguous(), "batch_norm_backward_input: grad_out must be contiguous");
+  launch_batch_norm_backward_input(x.dtype(), grad_out.raw_data(), x.raw_data(), mean.raw_data(), invstd.raw_data(),
+                                   weight.raw_data(), sum_dy.raw_data(), sum_dy_xmu.raw_data(), v.N, v.C, v.S,
+                                   grad_in.raw_data());
+}
+
+}  // namespace convkit::CK_GPU_NS
