@@ -31,12 +31,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
 
 #include "suite_support.h"
 #include "conv_check.h"
+#include "cudnn_baseline.h"
 #include "convkit/backend/backend.h"
 #include "layer_sets.h"
 
@@ -54,6 +56,7 @@ struct ConvCase {
   ConvPass pass = ConvPass::forward;
   std::size_t rotate_bytes = 0;
   bool check = true;
+  bool cudnn = false;  // the cuDNN baseline instead of `algo`
 };
 
 const char* pass_short_name(ConvPass pass) {
@@ -123,89 +126,132 @@ struct Operands {
   }
 };
 
-void run_pass(Backend& backend, const ConvCase& c, const Operands& op, const Tensor& workspace) {
-  switch (c.pass) {
-    case ConvPass::forward:
-      backend.conv2d_forward(c.algo, c.desc, op.x, op.w, op.b, op.out, workspace);
-      break;
-    case ConvPass::backward_data:
-      backend.conv2d_backward_data(c.algo, c.desc, op.dy, op.w, op.out, workspace);
-      break;
-    case ConvPass::backward_weights:
-      backend.conv2d_backward_weights(c.algo, c.desc, op.x, op.dy, op.out, op.db, workspace);
-      break;
+// One way to run the pass: one of our algorithms, or the cuDNN baseline.
+struct Runner {
+  std::string name;              // first word of the label
+  std::size_t workspace_bytes = 0;
+  ConvAlgo check_as = ConvAlgo::direct;  // which error bound the check applies (conv_check.h)
+  bool heuristic = false;
+  std::function<void(const Operands&, const Tensor& workspace)> run;
+};
+
+Runner our_algorithm(Backend& backend, const ConvCase& c) {
+  Runner r;
+  r.name = std::string(conv_algo_name(c.algo));
+  r.workspace_bytes = backend.conv2d_workspace_bytes(c.algo, c.desc, DType::float32, c.pass);
+  r.check_as = c.algo;
+  r.heuristic = backend.conv2d_heuristic(c.desc, DType::float32) == c.algo;
+  r.run = [&backend, c](const Operands& op, const Tensor& ws) {
+    switch (c.pass) {
+      case ConvPass::forward: backend.conv2d_forward(c.algo, c.desc, op.x, op.w, op.b, op.out, ws); break;
+      case ConvPass::backward_data: backend.conv2d_backward_data(c.algo, c.desc, op.dy, op.w, op.out, ws); break;
+      case ConvPass::backward_weights:
+        backend.conv2d_backward_weights(c.algo, c.desc, op.x, op.dy, op.out, op.db, ws);
+        break;
+    }
+  };
+  return r;
+}
+
+Runner cudnn_baseline(const ConvCase& c, std::shared_ptr<const CudnnConv> conv) {
+  Runner r;
+  r.name = "cudnn:" + conv->algo_name();
+  r.workspace_bytes = conv->workspace_bytes();
+  r.check_as = ConvAlgo::fft;  // cuDNN may pick an FFT or Winograd algorithm: the norm-wise bound
+  auto raw = [](const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; };
+  r.run = [conv, c, raw](const Operands& op, const Tensor& ws) {
+    switch (c.pass) {
+      case ConvPass::forward: conv->run(raw(op.x), raw(op.w), raw(op.b), raw(op.out), nullptr, raw(ws)); break;
+      case ConvPass::backward_data: conv->run(raw(op.dy), raw(op.w), nullptr, raw(op.out), nullptr, raw(ws)); break;
+      case ConvPass::backward_weights:
+        conv->run(raw(op.x), raw(op.dy), nullptr, raw(op.out), raw(op.db), raw(ws));
+        break;
+    }
+  };
+  return r;
+}
+
+// Checks, warms up and times one runner on one case.
+void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, const Runner& runner) {
+  const Tensor workspace =
+      runner.workspace_bytes == 0
+          ? Tensor()
+          : empty({static_cast<std::int64_t>((runner.workspace_bytes + 3) / 4)}, TensorOptions().device(c.device));
+  std::vector<std::unique_ptr<Operands>> copies;
+  copies.push_back(std::make_unique<Operands>(c.desc, c.pass, c.device));
+  const int rotation = timing_meaningful(c.device) ? rotation_count(copies[0]->bytes(), c.rotate_bytes) : 1;
+  while (static_cast<int>(copies.size()) < rotation)
+    copies.push_back(std::make_unique<Operands>(c.desc, c.pass, c.device));
+
+  double max_rel_error = -1;  // -1: not checked
+  if (c.check) {
+    runner.run(*copies[0], workspace);
+    backend.synchronize();
+    const CheckResult check = check_conv_pass(c.desc, runner.check_as, c.pass, copies[0]->to_host());
+    if (!check.ok()) {
+      std::ostringstream os;
+      os << "wrong result: " << check.failures << " of " << check.checked
+         << " sampled elements out of tolerance, worst " << check.worst;
+      state.SkipWithError(os.str().c_str());
+      return;
+    }
+    max_rel_error = check.max_rel_error;
   }
+  // Warm-up: one more untimed pass, and every copy's outputs written once so
+  // that no timed iteration pays for first-touch page faults.
+  runner.run(*copies[0], workspace);
+  for (const auto& copy : copies) {
+    copy->out.fill_(0);
+    if (copy->db.defined()) copy->db.fill_(0);
+  }
+  backend.synchronize();
+
+  std::unique_ptr<GpuEventTimer> events;
+  if (uses_events(c.device)) events = std::make_unique<GpuEventTimer>();
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const Operands& op = *copies[i++ % copies.size()];
+    if (events) {
+      events->start();
+      runner.run(op, workspace);
+      state.SetIterationTime(events->stop_seconds());
+    } else {
+      runner.run(op, workspace);
+      if (c.device.type != DeviceType::cpu) backend.synchronize();
+    }
+  }
+
+  const double flops = c.desc.flops();
+  const std::size_t floor_bytes = copies[0]->bytes();
+  state.counters["gflops"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["max_rel_error"] = max_rel_error;
+  state.counters["workspace_bytes"] = static_cast<double>(runner.workspace_bytes);
+  state.counters["floor_bytes"] = static_cast<double>(floor_bytes);
+  state.counters["flop_per_byte"] = flops / static_cast<double>(floor_bytes);
+  state.counters["heuristic"] = runner.heuristic ? 1 : 0;
+  std::string label = runner.name + " " + geometry(c.desc, c.count) + " rotation=" + std::to_string(rotation);
+  if (!timing_meaningful(c.device)) label += std::string(" | ") + kSimLabel;
+  state.SetLabel(label);
 }
 
 void run_conv(benchmark::State& state, const ConvCase& c) {
   try {
     Backend& backend = backend_for(c.device);
+    if (c.cudnn) {
+      const std::string why = CudnnConv::unsupported_reason(c.desc);
+      if (!why.empty()) {
+        state.SkipWithError(("unsupported: " + why).c_str());
+        return;
+      }
+      time_pass(state, c, backend, cudnn_baseline(c, std::make_shared<const CudnnConv>(c.desc, c.pass)));
+      return;
+    }
     const Support support = backend.conv2d_supports(c.algo, c.desc);
     if (!support) {
       state.SkipWithError(("unsupported: " + support.reason).c_str());
       return;
     }
-    const std::size_t ws_bytes = backend.conv2d_workspace_bytes(c.algo, c.desc, DType::float32, c.pass);
-    const Tensor workspace =
-        ws_bytes == 0 ? Tensor()
-                      : empty({static_cast<std::int64_t>((ws_bytes + 3) / 4)}, TensorOptions().device(c.device));
-
-    std::vector<std::unique_ptr<Operands>> copies;
-    copies.push_back(std::make_unique<Operands>(c.desc, c.pass, c.device));
-    const int rotation = timing_meaningful(c.device) ? rotation_count(copies[0]->bytes(), c.rotate_bytes) : 1;
-    while (static_cast<int>(copies.size()) < rotation)
-      copies.push_back(std::make_unique<Operands>(c.desc, c.pass, c.device));
-
-    double max_rel_error = -1;  // -1: not checked
-    if (c.check) {
-      run_pass(backend, c, *copies[0], workspace);
-      backend.synchronize();
-      const CheckResult check = check_conv_pass(c.desc, c.algo, c.pass, copies[0]->to_host());
-      if (!check.ok()) {
-        std::ostringstream os;
-        os << "wrong result: " << check.failures << " of " << check.checked
-           << " sampled elements out of tolerance, worst " << check.worst;
-        state.SkipWithError(os.str().c_str());
-        return;
-      }
-      max_rel_error = check.max_rel_error;
-    }
-    // Warm-up: one more untimed pass, and every copy's outputs written once so
-    // that no timed iteration pays for first-touch page faults.
-    run_pass(backend, c, *copies[0], workspace);
-    for (const auto& copy : copies) {
-      copy->out.fill_(0);
-      if (copy->db.defined()) copy->db.fill_(0);
-    }
-    backend.synchronize();
-
-    std::unique_ptr<GpuEventTimer> events;
-    if (uses_events(c.device)) events = std::make_unique<GpuEventTimer>();
-    std::size_t i = 0;
-    for (auto _ : state) {
-      const Operands& op = *copies[i++ % copies.size()];
-      if (events) {
-        events->start();
-        run_pass(backend, c, op, workspace);
-        state.SetIterationTime(events->stop_seconds());
-      } else {
-        run_pass(backend, c, op, workspace);
-        if (c.device.type != DeviceType::cpu) backend.synchronize();
-      }
-    }
-
-    const double flops = c.desc.flops();
-    const std::size_t floor_bytes = copies[0]->bytes();
-    state.counters["gflops"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["max_rel_error"] = max_rel_error;
-    state.counters["workspace_bytes"] = static_cast<double>(ws_bytes);
-    state.counters["floor_bytes"] = static_cast<double>(floor_bytes);
-    state.counters["flop_per_byte"] = flops / static_cast<double>(floor_bytes);
-    state.counters["heuristic"] = backend.conv2d_heuristic(c.desc, DType::float32) == c.algo ? 1 : 0;
-    std::string label = std::string(conv_algo_name(c.algo)) + " " + geometry(c.desc, c.count) +
-                        " rotation=" + std::to_string(rotation);
-    if (!timing_meaningful(c.device)) label += std::string(" | ") + kSimLabel;
-    state.SetLabel(label);
+    time_pass(state, c, backend, our_algorithm(backend, c));
   } catch (const std::exception& e) {
     state.SkipWithError((std::string("error: ") + e.what()).c_str());
   }
@@ -218,7 +264,8 @@ const std::map<std::string, std::string> kFlags = {
     {"batch-scale", "multiply every batch by this, rounding, at least 1 (default 1)"},
     {"max-batch", "cap every batch at this (default: no cap)"},
     {"devices", "comma-separated devices: cpu, sim, cuda[:N] (default cpu and every usable cuda)"},
-    {"algos", "comma-separated algorithms (default direct,im2col_gemm,fft,winograd)"},
+    {"algos", "comma-separated algorithms, and cudnn for the cuDNN baseline on cuda devices "
+              "(default direct,im2col_gemm,fft,winograd, plus cudnn when built with it)"},
     {"passes", "comma-separated passes: fwd, bwd-data, bwd-weights (default all three)"},
     {"rotate-mib", "operand copies to cycle through, in MiB, so the caches start cold (default 64)"},
     {"check", "check each result against the float64 reference before timing (default true)"},
@@ -228,13 +275,11 @@ const std::map<std::string, std::string> kFlags = {
 }  // namespace
 
 int main(int argc, char** argv) {
+  Flags::print_help_if_requested(argc, argv, kFlags,
+                                 "convolution algorithms x devices x passes x layers");
   benchmark::Initialize(&argc, argv);
   try {
     const Flags flags(argc, argv, kFlags);
-    if (flags.help_requested()) {
-      flags.print_help(argv[0], "convolution algorithms x devices x passes x layers");
-      return 0;
-    }
     const std::string layer_file = flags.get("layer-file", default_layer_sets_path());
     const std::vector<LayerSet> all_sets = load_layer_sets(layer_file);
     if (flags.has("list-sets")) {
@@ -252,9 +297,18 @@ int main(int argc, char** argv) {
     }
     const std::vector<std::string> layer_filter = flags.get_list("layers", {});
     const BatchScaling batch{flags.get_double("batch-scale", 1.0), flags.get_int("max-batch", 0)};
+    std::vector<std::string> default_algos{"direct", "im2col_gemm", "fft", "winograd"};
+    if (CudnnConv::available()) default_algos.push_back("cudnn");
     std::vector<ConvAlgo> algos;
-    for (const std::string& a : flags.get_list("algos", {"direct", "im2col_gemm", "fft", "winograd"}))
-      algos.push_back(parse_conv_algo(a));
+    bool cudnn = false;
+    for (const std::string& a : flags.get_list("algos", default_algos)) {
+      if (a == "cudnn") {
+        CK_CHECK(CudnnConv::available(), "--algos=cudnn: this build has no cuDNN (it needs the cuda backend)");
+        cudnn = true;
+      } else {
+        algos.push_back(parse_conv_algo(a));
+      }
+    }
     std::vector<ConvPass> passes;
     for (const std::string& p : flags.get_list("passes", {"fwd", "bwd-data", "bwd-weights"}))
       passes.push_back(parse_pass(p));
@@ -276,8 +330,12 @@ int main(int argc, char** argv) {
             std::find(layer_filter.begin(), layer_filter.end(), entry.name) == layer_filter.end())
           continue;
         for (const Device& device : devices)
-          for (ConvAlgo algo : algos)
+          for (int a = 0; a < static_cast<int>(algos.size()) + 1; ++a)
             for (ConvPass pass : passes) {
+              // The last round is the cuDNN baseline, on cuda devices only.
+              const bool baseline = a == static_cast<int>(algos.size());
+              if (baseline && !(cudnn && device.type == DeviceType::cuda)) continue;
+              const ConvAlgo algo = baseline ? ConvAlgo::automatic : algos[static_cast<std::size_t>(a)];
               ConvCase c;
               c.set = set.name;
               c.layer = entry.name;
@@ -288,8 +346,10 @@ int main(int argc, char** argv) {
               c.pass = pass;
               c.rotate_bytes = static_cast<std::size_t>(rotate_mib * (1 << 20));
               c.check = check;
+              c.cudnn = baseline;
               const std::string name = "conv/" + set.name + "/" + entry.name + "/" + device.str() + "/" +
-                                       std::string(conv_algo_name(algo)) + "/" + pass_short_name(pass);
+                                       (baseline ? std::string("cudnn") : std::string(conv_algo_name(algo))) + "/" +
+                                       pass_short_name(pass);
               auto* b = benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& s) { run_conv(s, c); });
               b->Unit(benchmark::kMillisecond);
               if (uses_events(device)) b->UseManualTime();

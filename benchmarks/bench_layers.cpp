@@ -330,13 +330,11 @@ const std::map<std::string, std::string> kFlags = {
 }  // namespace
 
 int main(int argc, char** argv) {
+  Flags::print_help_if_requested(argc, argv, kFlags,
+                                 "pooling, batch norm, dropout, dense, softmax-xent: forward and backward");
   benchmark::Initialize(&argc, argv);
   try {
     const Flags flags(argc, argv, kFlags);
-    if (flags.help_requested()) {
-      flags.print_help(argv[0], "pooling, batch norm, dropout, dense, softmax-xent: forward and backward");
-      return 0;
-    }
     const BatchScaling batch{flags.get_double("batch-scale", 1.0), flags.get_int("max-batch", 0)};
     const std::int64_t n = batch.apply(128);
     const double rotate_mib = flags.get_double("rotate-mib", 64);

@@ -195,13 +195,11 @@ std::vector<std::int64_t> ints(const std::vector<std::string>& texts, const char
 }  // namespace
 
 int main(int argc, char** argv) {
+  Flags::print_help_if_requested(argc, argv, kFlags,
+                                 "the input pipeline against worker threads, and a per-layer training profile");
   benchmark::Initialize(&argc, argv);
   try {
     const Flags flags(argc, argv, kFlags);
-    if (flags.help_requested()) {
-      flags.print_help(argv[0], "the input pipeline against worker threads, and a per-layer training profile");
-      return 0;
-    }
     Options opt;
     opt.warmup = flags.get_int("warmup", 1);
     opt.steps = flags.get_int("steps", 3);

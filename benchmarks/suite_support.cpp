@@ -31,10 +31,6 @@ std::vector<std::string> split_commas(const std::string& text) {
 Flags::Flags(int argc, char** argv, std::map<std::string, std::string> known) : known_(std::move(known)) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      help_ = true;
-      continue;
-    }
     CK_CHECK(arg.rfind("--", 0) == 0, "unexpected argument '", arg, "' (flags are --name=value; --help lists them)");
     const std::size_t eq = arg.find('=');
     const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
@@ -72,9 +68,16 @@ std::vector<std::string> Flags::get_list(const std::string& name, const std::vec
   return has(name) ? split_commas(get(name, "")) : fallback;
 }
 
-void Flags::print_help(const char* program, const char* summary) const {
-  std::printf("%s: %s\n\nflags (besides Google Benchmark's --benchmark_*):\n", program, summary);
-  for (const auto& [name, help] : known_) std::printf("  --%-14s %s\n", name.c_str(), help.c_str());
+void Flags::print_help_if_requested(int argc, char** argv, const std::map<std::string, std::string>& known,
+                                    const char* summary) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg != "--help" && arg != "-h") continue;
+    std::printf("%s: %s\n\nits flags:\n", argv[0], summary);
+    for (const auto& [name, help] : known) std::printf("  --%-17s %s\n", name.c_str(), help.c_str());
+    std::printf("\nand Google Benchmark's:\n");
+    return;
+  }
 }
 
 namespace {
@@ -155,7 +158,9 @@ GpuEventTimer::~GpuEventTimer() {
   cudaEventDestroy(static_cast<cudaEvent_t>(start_));
   cudaEventDestroy(static_cast<cudaEvent_t>(stop_));
 }
-void GpuEventTimer::start() { cuda_check(cudaEventRecord(static_cast<cudaEvent_t>(start_), nullptr), "cudaEventRecord"); }
+void GpuEventTimer::start() {
+  cuda_check(cudaEventRecord(static_cast<cudaEvent_t>(start_), nullptr), "cudaEventRecord");
+}
 double GpuEventTimer::stop_seconds() {
   cuda_check(cudaEventRecord(static_cast<cudaEvent_t>(stop_), nullptr), "cudaEventRecord");
   cuda_check(cudaEventSynchronize(static_cast<cudaEvent_t>(stop_)), "cudaEventSynchronize");

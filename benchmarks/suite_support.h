@@ -26,12 +26,13 @@ class Flags {
   std::int64_t get_int(const std::string& name, std::int64_t fallback) const;
   // Comma-separated values.
   std::vector<std::string> get_list(const std::string& name, const std::vector<std::string>& fallback) const;
-  bool help_requested() const { return help_; }
-  void print_help(const char* program, const char* summary) const;
+  // Google Benchmark answers --help itself and exits, so each suite prints
+  // its own flags first, before benchmark::Initialize.
+  static void print_help_if_requested(int argc, char** argv, const std::map<std::string, std::string>& known,
+                                      const char* summary);
 
  private:
   std::map<std::string, std::string> known_, values_;
-  bool help_ = false;
 };
 
 std::vector<std::string> split_commas(const std::string& text);
