@@ -272,9 +272,11 @@ class Reader {
     file_.read(stored_bytes, 4, "the CRC of " + what);
     const std::uint32_t stored = detail::get_u32(stored_bytes);
     if (stored != crc) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, " (stored %08X, computed %08X at offset ", stored, crc);
-      file_.fail_at(section_at, "CRC mismatch in " + what + buf + std::to_string(crc_at) + "): the file is corrupt");
+      char stored_hex[16], computed_hex[16];
+      std::snprintf(stored_hex, sizeof stored_hex, "%08X", stored);
+      std::snprintf(computed_hex, sizeof computed_hex, "%08X", crc);
+      file_.fail_at(section_at, "CRC mismatch in " + what + " (stored CRC " + stored_hex + " at offset " +
+                                    std::to_string(crc_at) + ", computed " + computed_hex + "): the file is corrupt");
     }
   }
 

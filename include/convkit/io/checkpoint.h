@@ -23,7 +23,7 @@
 //
 // Errors: a file that is not a checkpoint, of a newer format version, cut
 // short, or corrupt gives convkit::Error naming the file, the byte offset and
-// what was wrong ("CRC mismatch in tensor 'features.0.weight'").
+// what was wrong ("CRC mismatch in model tensor 'features.0.weight'").
 #include <cstdint>
 #include <memory>
 #include <optional>
