@@ -313,6 +313,22 @@ TEST_P(GpuReduce, ArgmaxFollowsTheCpuRuleForNaN) {
   check_argmax(x, 0);
 }
 
+// v2 launches at most 65535 blocks and grid-strides beyond: blocks then reuse
+// their shared memory for a second output (the one place its missing trailing
+// barrier could matter).
+TEST_P(GpuReduce, BlockTreeGridStridesPastTheBlockLimit) {
+  std::mt19937_64 rng(testing::kSeed + 905);
+  const Tensor x = testing::random_tensor({70001, 2}, rng, TensorOptions().dtype(DType::float64).device(GetParam()));
+  const auto xv = x.to_vector<double>();
+  ScopedKernelVersion scoped("reduce", 2);
+  const auto sums = run_reduce(ReduceOp::sum, x, {1}).to_vector<double>();
+  const auto args = run_argmax(x, 1).to_vector<std::int64_t>();
+  for (std::size_t o = 0; o < sums.size(); ++o) {
+    ASSERT_NEAR(sums[o], xv[2 * o] + xv[2 * o + 1], 1e-15) << "output " << o;
+    ASSERT_EQ(args[o], xv[2 * o + 1] > xv[2 * o] ? 1 : 0) << "output " << o;
+  }
+}
+
 // The planner's choice for contiguous [rows, n] reduced over dim 1 (or dim 0 when `outer`).
 kernels::ReducePlan plan_for(std::int64_t rows, std::int64_t n, bool outer, int version, bool allow_split = true) {
   kernels::ReduceGeometry g;
