@@ -3,12 +3,14 @@
 // algorithms, autograd, Adam and fit together) and is evaluated on 1,000
 // test images.
 //
-// Threshold: 60% test accuracy. Chance is 10%, and a pipeline with a broken
-// piece (wrong labels, no gradient through a layer, a missing 1/255, a bad
-// update rule) stays far below; measured with this setup the run reaches
-// about 70% (seeds 1..5 all within 67-73%), so 60% leaves room for
-// floating-point differences between machines while still failing on any
-// real defect. Skipped, with the reason, when the data set is not installed.
+// Threshold: 50% test accuracy, five times chance (10%). Measured with this
+// exact setup (seed 1) the run reaches 69.9%; with seeds 1..5 (other subsets,
+// initial weights and shuffles) 69.9, 72.6, 62.3, 68.7 and 69.6%. So 50% sits
+// 12 points below the worst seed, room for the floating-point differences
+// between machines and thread counts, while a pipeline with a broken piece
+// (labels out of step with images, no gradient through a layer, a wrong
+// update rule) stays near chance and fails. Skipped, with the reason, when
+// the data set is not installed.
 #include <filesystem>
 
 #include "support/support.h"
@@ -52,7 +54,7 @@ TEST(FashionMNISTSystem, FmnistCnnLearnsFromTwoThousandImagesInOneEpoch) {
   std::printf("fmnist-cnn, 2000 images, 1 epoch: train loss %.4f, test loss %.4f, test accuracy %.4f\n",
               h.last().at("loss"), test.loss, test.accuracy);
   EXPECT_EQ(test.examples, 1000);
-  EXPECT_GE(test.accuracy, 0.60);
+  EXPECT_GE(test.accuracy, 0.50);
   EXPECT_LT(test.loss, h.epochs.front().at("loss") * 1.5);
 }
 
