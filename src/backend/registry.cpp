@@ -43,7 +43,7 @@ const char* missing_reason(DeviceType t) {
 
 Backend* instance(DeviceType t) {
   if (t == DeviceType::cpu) return &cpu::cpu_backend();
-  if (t == DeviceType::sim && sim_backend_enabled()) return gpu_sim::make_backend();
+  if (t == DeviceType::sim) return gpu_sim::make_backend();
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   if (!r.instances[slot(t)] && r.factories[slot(t)]) r.instances[slot(t)] = r.factories[slot(t)]();

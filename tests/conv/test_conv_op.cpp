@@ -101,7 +101,7 @@ TEST_P(ConvOp, BadArgumentsNameTheProblem) {
   EXPECT_NE(message([&] {
               conv2d(ones({1, 1, 8, 8}, o), ones({1, 1, 3, 3}, o), Tensor(), Conv2dParams().stride(2).algo(ConvAlgo::fft));
             }).find("stride"), std::string::npos);
-  EXPECT_NE(message([&] { conv2d(ones({1, 1, 8, 8}, o), ones({1, 1, 3, 3}, DType::float64)); }).find("float64"), std::string::npos);
+  EXPECT_NE(message([&] { conv2d(ones({1, 1, 8, 8}, o), ones({1, 1, 3, 3}, TensorOptions(o).dtype(DType::float64))); }).find("float64"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, ConvOp, ::testing::ValuesIn(testing::test_devices()), testing::device_name);

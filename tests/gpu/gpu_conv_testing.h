@@ -5,7 +5,7 @@
 // The algorithms take Tensors and use only their dtype and data pointers. A
 // sim "device" pointer is a host pointer, so cpu tensors hold the operands
 // here; that keeps these raw tests independent of whether the sim backend is
-// registered (it is opt-in with CONVKIT_ENABLE_SIM while kernel families land).
+// registered (always registered).
 #include <gtest/gtest.h>
 
 #include <convkit/convkit.h>

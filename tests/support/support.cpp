@@ -1,14 +1,19 @@
 #include "support/support.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 namespace convkit::testing {
 
 std::vector<Device> test_devices() {
+  const char* sim = std::getenv("CONVKIT_TEST_SIM");
+  const bool with_sim = sim && *sim && *sim != '0';
   std::vector<Device> out;
-  for (const BackendInfo& info : list_backends())
-    if (info.usable) out.push_back(Device::parse(info.name));
+  for (const BackendInfo& info : list_backends()) {
+    const Device d = Device::parse(info.name);
+    if (info.usable && (d.type != DeviceType::sim || with_sim)) out.push_back(d);
+  }
   return out;
 }
 

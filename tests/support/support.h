@@ -15,7 +15,9 @@ namespace convkit::testing {
 // The seed for a test's random shapes and values; fixed so failures reproduce.
 constexpr std::uint64_t kSeed = 20261122;
 
-// Devices whose backend is usable here: always cpu, plus sim and cuda when present.
+// The devices op tests run on: always cpu; cuda when a device is present; sim
+// when CONVKIT_TEST_SIM=1. ctest runs the op suites once on cpu and again on
+// sim, under the forward and the reverse thread schedule (tests/CMakeLists.txt).
 std::vector<Device> test_devices();
 
 // Readable gtest parameter names for devices: cpu, sim, cuda0.
