@@ -9,8 +9,9 @@
 //   - runs the pass once and checks the result against float64 sums at a
 //     sample of elements (conv_check.h); a wrong result skips the benchmark
 //     with the worst element, so a fast wrong algorithm never gets a figure;
-//   - runs once more untimed (warm-up: the FFT's plans, the GPU's caching
-//     allocator) and writes every operand copy once (first-touch page faults).
+//   - the checked run doubles as the warm-up (the FFT's plans, the GPU's
+//     caching allocator); every operand copy is written once (first-touch
+//     page faults).
 // The timed loop cycles through enough operand copies that the caches start
 // cold each iteration (--rotate-mib); on a cuda device it is timed with CUDA
 // events (manual time), elsewhere a GPU is synchronized after every pass.
@@ -197,9 +198,10 @@ void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, con
     }
     max_rel_error = check.max_rel_error;
   }
-  // Warm-up: one more untimed pass, and every copy's outputs written once so
-  // that no timed iteration pays for first-touch page faults.
-  runner.run(*copies[0], workspace);
+  // Warm-up: the checked pass was one untimed pass (plans, allocator caches);
+  // without a check run one. Every copy's outputs are written once so that no
+  // timed iteration pays for first-touch page faults.
+  if (!c.check) runner.run(*copies[0], workspace);
   for (const auto& copy : copies) {
     copy->out.fill_(0);
     if (copy->db.defined()) copy->db.fill_(0);

@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(kV2Tile* kV2Tile) gemm_v2_shared(Operands<T> p
         Bs[tx][ty] = (k < p.K && n < p.N) ? bm[n * p.ldb + k] : T(0);
       }
       __syncthreads();
-CK_UNROLL
+      CK_UNROLL
       for (int k = 0; k < kV2Tile; ++k) acc += As[ty][k] * Bs[k][tx];
       __syncthreads();  // before the next tile overwrites As/Bs
     }
@@ -212,7 +212,7 @@ __device__ __forceinline__ void load_run(const T* p, bool row_ok, std::int64_t f
     load_vec(p, r);
     return;
   }
-CK_UNROLL
+  CK_UNROLL
   for (int j = 0; j < V; ++j) r[j] = (row_ok && first + j < limit) ? p[j] : T(0);
 }
 
@@ -230,15 +230,13 @@ struct TileLoader {
   static constexpr int kPasses = (KMajor ? v3::kTileK : X) / kLinesPerPass;
   static_assert(kPasses * kLinesPerPass == (KMajor ? v3::kTileK : X), "threads must tile the tile exactly");
 
-  const T* p;                // the thread's first run in the current tile
-  std::int64_t ld;
-  std::int64_t x_limit, K;   // extents of op(X) along x and k
-  std::int64_t x, k;         // op(X) indices of the first run's first element
-  int line, pos;             // the first run's line (k or x) and position along it in S
+  // Only what differs per thread lives here; ld and the extents are kernel
+  // parameters (constant memory), passed in rather than copied to registers.
+  const T* p;        // the thread's first run in the current tile
+  std::int64_t x, k;  // op(X) indices of the first run's first element
+  int line, pos;      // the first run's line (k or x) and position along it in S
 
-  __device__ __forceinline__ TileLoader(const T* base, std::int64_t ld_, std::int64_t x_limit_, std::int64_t K_,
-                                        std::int64_t x0)
-      : ld(ld_), x_limit(x_limit_), K(K_) {
+  __device__ __forceinline__ TileLoader(const T* base, std::int64_t ld, std::int64_t x0) {
     line = threadIdx.x / kRunsPerLine;
     pos = (threadIdx.x % kRunsPerLine) * V;
     x = x0 + (KMajor ? pos : line);
@@ -246,7 +244,8 @@ struct TileLoader {
     p = base + (KMajor ? k * ld + x : x * ld + k);
   }
 
-  __device__ __forceinline__ void load(bool vec, T (*S)[X + v3::kPad]) const {
+  __device__ __forceinline__ void load(std::int64_t ld, std::int64_t x_limit, std::int64_t K, bool vec,
+                                       T (*S)[X + v3::kPad]) const {
     CK_UNROLL
     for (int r = 0; r < kPasses; ++r) {
       T run[V];
@@ -261,7 +260,7 @@ struct TileLoader {
     }
   }
 
-  __device__ __forceinline__ void next() {
+  __device__ __forceinline__ void next(std::int64_t ld) {
     p += KMajor ? v3::kTileK * ld : v3::kTileK;
     k += v3::kTileK;
   }
@@ -277,54 +276,61 @@ __global__ void __launch_bounds__(v3::kThreads) gemm_v3_register_blocked(Operand
   const int ty = threadIdx.x / kThreadsAlongN;
   const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kTileM;
   const std::int64_t n0 = (blockIdx.x % p.n_tiles) * kTileN;
+  // A thread whose first row (or column) is past the edge has all of them
+  // past it: it still stages tiles and meets the barriers, but skips the
+  // arithmetic. When M or N is far below 128 (a conv layer with 16 output
+  // channels has M = 16) that idles most warps instead of multiplying zeros.
+  const bool live = m0 + ty * V < p.M && n0 + tx * V < p.N;
   for (std::int64_t b = blockIdx.y; b < p.batch; b += gridDim.y) {
     const T* a = p.a + b * p.stride_a;
     const T* bm = p.b + b * p.stride_b;
     T acc[kThreadM][kThreadN] = {};
-    TileLoader<T, TA, kTileM> a_loader(a, p.lda, p.M, p.K, m0);
-    TileLoader<T, !TB, kTileN> b_loader(bm, p.ldb, p.N, p.K, n0);
+    TileLoader<T, TA, kTileM> a_loader(a, p.lda, m0);
+    TileLoader<T, !TB, kTileN> b_loader(bm, p.ldb, n0);
     for (std::int64_t k0 = 0; k0 < p.K; k0 += kTileK) {
-      a_loader.load(vec, As);
-      b_loader.load(vec, Bs);
-      a_loader.next();
-      b_loader.next();
+      a_loader.load(p.lda, p.M, p.K, vec, As);
+      b_loader.load(p.ldb, p.N, p.K, vec, Bs);
+      a_loader.next(p.lda);
+      b_loader.next(p.ldb);
       __syncthreads();
-CK_UNROLL
-      for (int k = 0; k < kTileK; ++k) {
-        T af[kThreadM], bf[kThreadN];
-CK_UNROLL
-        for (int g = 0; g < kThreadM / V; ++g) load_vec(&As[k][g * 16 * V + ty * V], af + g * V);
-CK_UNROLL
-        for (int g = 0; g < kThreadN / V; ++g) load_vec(&Bs[k][g * 16 * V + tx * V], bf + g * V);
-CK_UNROLL
-        for (int i = 0; i < kThreadM; ++i)
-CK_UNROLL
-          for (int j = 0; j < kThreadN; ++j) acc[i][j] += af[i] * bf[j];
+      if (live) {
+        CK_UNROLL
+        for (int k = 0; k < kTileK; ++k) {
+          T af[kThreadM], bf[kThreadN];
+          CK_UNROLL
+          for (int g = 0; g < kThreadM / V; ++g) load_vec(&As[k][g * 16 * V + ty * V], af + g * V);
+          CK_UNROLL
+          for (int g = 0; g < kThreadN / V; ++g) load_vec(&Bs[k][g * 16 * V + tx * V], bf + g * V);
+          CK_UNROLL
+          for (int i = 0; i < kThreadM; ++i)
+            CK_UNROLL
+            for (int j = 0; j < kThreadN; ++j) acc[i][j] += af[i] * bf[j];
+        }
       }
       __syncthreads();  // before the next K-step overwrites As/Bs
     }
     T* c = p.c + b * p.stride_c;
-CK_UNROLL
+    CK_UNROLL
     for (int i = 0; i < kThreadM; ++i) {
       const std::int64_t m = m0 + fragment_offset<V>(ty, i);
       if (m >= p.M) continue;
-CK_UNROLL
+      CK_UNROLL
       for (int g = 0; g < kThreadN / V; ++g) {
         const std::int64_t n = n0 + g * 16 * V + tx * V;
         T* cp = c + m * p.ldc + n;
         T out[V];
-CK_UNROLL
+        CK_UNROLL
         for (int j = 0; j < V; ++j) out[j] = p.alpha * acc[i][g * V + j];
         if (vec && n + V <= p.N) {
           if (p.beta != T(0)) {
             T old[V];
             load_vec(cp, old);
-CK_UNROLL
+            CK_UNROLL
             for (int j = 0; j < V; ++j) out[j] += p.beta * old[j];
           }
           store_vec(cp, out);
         } else {
-CK_UNROLL
+          CK_UNROLL
           for (int j = 0; j < V; ++j)
             if (n + j < p.N) cp[j] = p.beta == T(0) ? out[j] : out[j] + p.beta * cp[j];
         }
