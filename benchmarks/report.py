@@ -244,6 +244,16 @@ def machine_section(context, preset, notes):
                  "so compare figures within a table (algorithm against algorithm, batch against batch) "
                  "as ratios, not against other machines. `sim` times are never shown: the emulator "
                  "says nothing about a GPU's speed.")
+    try:
+        load = float(str(context.get("load_average_at_start", "")).split()[0])
+        cpus = int(context.get("num_cpus", 0))
+    except (ValueError, IndexError):
+        load, cpus = None, 0
+    if load is not None and cpus and load > 0.75 * cpus:
+        lines.append("")
+        lines.append(f"> **Busy machine:** the 1-minute load average was {load:.1f} on {cpus} CPUs when the "
+                     f"benchmarks started, so other processes took CPU time from them: every figure here is "
+                     f"slower and noisier than on a quiet machine, and even ratios can be off.")
     for note in notes:
         lines.append("")
         lines.append(f"> {note}")

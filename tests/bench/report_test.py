@@ -45,6 +45,7 @@ class ReportTest(unittest.TestCase):
         self.assertIn("Intel(R) Xeon(R) Processor", self.text)
         self.assertIn("one run", self.text)
         self.assertIn("> canned input", self.text)
+        self.assertNotIn("Busy machine", self.text)  # load 0.5 on 2 CPUs
 
     def test_winner_bold_and_heuristic_marked(self):
         row = self.line_of("| conv |")
