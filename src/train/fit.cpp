@@ -158,8 +158,9 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
           bar.update(step, elapsed, {{"loss", metrics.loss()}, {"accuracy", metrics.accuracy()}});
       }
     }
-    const double seconds = seconds_since(start);
+    // Reading the loss waits for the device, so `seconds` covers queued work too.
     const double train_loss = metrics.loss();
+    const double seconds = seconds_since(start);
     CK_CHECK(std::isfinite(train_loss), "fit: the training loss became ", train_loss,
              " in epoch ", epoch + 1, " (a learning rate that is too high is the usual cause)");
 
