@@ -56,7 +56,6 @@ namespace {
 
 using std::int64_t;
 
-constexpr double kPi = 3.14159265358979323846;
 constexpr int kFftThreads = 256;
 // Shared memory for the two ping-pong buffers of a transform block, and the
 // complex values a block aims to transform at once (enough butterflies for
@@ -101,6 +100,7 @@ __device__ __forceinline__ void sincos_pi(double x, double* s, double* c) {
 #if defined(__CUDACC__)
   ::sincospi(x, s, c);
 #else
+  constexpr double kPi = 3.14159265358979323846;
   *s = std::sin(kPi * x);
   *c = std::cos(kPi * x);
 #endif

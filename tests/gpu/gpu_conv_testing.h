@@ -4,8 +4,8 @@
 //
 // The algorithms take Tensors and use only their dtype and data pointers. A
 // sim "device" pointer is a host pointer, so cpu tensors hold the operands
-// here; that keeps these raw tests independent of whether the sim backend is
-// registered (always registered).
+// here: these raw tests call the sim build of an algorithm directly, without
+// the op layer or the backend registry in between.
 #include <gtest/gtest.h>
 
 #include <convkit/convkit.h>
