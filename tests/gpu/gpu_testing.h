@@ -1,8 +1,6 @@
 #pragma once
 // Helpers for the raw GPU kernel tests: the GPU devices to run on (sim always,
-// switched on for these binaries even while it is opt-in elsewhere; cuda when
-// usable) and a scoped kernel-version choice.
-#include <cstdlib>
+// cuda when usable) and a scoped kernel-version choice.
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,12 +9,14 @@
 
 namespace convkit::testing {
 
-// The sim backend is opt-in (CONVKIT_ENABLE_SIM) until every kernel family has
-// landed; a kernel family's own tests always run on it.
-inline void enable_sim_backend() { setenv("CONVKIT_ENABLE_SIM", "1", 1); }
+// Does nothing any more: the sim backend was opt-in (CONVKIT_ENABLE_SIM) until
+// every kernel family landed, and is now always registered. Kept only until the
+// raw tests that still call it drop the call.
+inline void enable_sim_backend() {}
 
+// sim (always) and cuda (when usable): the raw kernel tests run on every GPU
+// backend, whatever CONVKIT_TEST_SIM says for the op suites.
 inline std::vector<Device> gpu_devices() {
-  enable_sim_backend();
   std::vector<Device> out;
   for (const BackendInfo& info : list_backends())
     if (info.usable && info.name != "cpu") out.push_back(Device::parse(info.name));

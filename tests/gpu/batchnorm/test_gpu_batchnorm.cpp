@@ -186,7 +186,6 @@ TEST(GpuBatchNormPlan, PlannerSplitsOnlyWhenChannelsCannotFillTheGpu) {
 }
 
 TEST(GpuBatchNormSchedules, BlockAndSplitMappingsUnderReverseAndRandomOrders) {
-  testing::enable_sim_backend();
   kernels::batch_norm_kernel_version();
   std::mt19937_64 rng(testing::kSeed + 923);
   const Device dev("sim");

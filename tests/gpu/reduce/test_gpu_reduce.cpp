@@ -381,7 +381,6 @@ TEST(GpuReducePlan, VersionsAreSelectable) {
 // A missing barrier can hide under one thread order; run one case per mapping under others.
 TEST(GpuReduceSchedules, EveryMappingUnderReverseAndRandomOrders) {
   std::mt19937_64 rng(testing::kSeed + 904);
-  testing::enable_sim_backend();
   kernels::reduce_kernel_version();
   for (const char* schedule : {"reverse", "random:7"}) {
     sim::ScopedSchedule scoped(sim::Schedule::parse(schedule));

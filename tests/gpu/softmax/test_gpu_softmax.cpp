@@ -244,7 +244,6 @@ TEST(GpuSoftmaxPlan, MappingsFollowTheRowShape) {
 }
 
 TEST(GpuSoftmaxSchedules, WarpAndBlockRowsUnderReverseAndRandomOrders) {
-  testing::enable_sim_backend();
   kernels::softmax_kernel_version();
   std::mt19937_64 rng(testing::kSeed + 912);
   const Device dev("sim");
