@@ -394,7 +394,7 @@ void with_transposes(bool ta, bool tb, F&& f) {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-int tile_of(int version) { return version == 3 ? v3::kTileM : kV1Tile; }
+int tile_of(int version) { return version == 3 ? v3::kTileM : version == 2 ? kV2Tile : kV1Tile; }
 
 constexpr std::int64_t kMaxGridY = 65535;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
