@@ -9,11 +9,6 @@
 
 namespace convkit::testing {
 
-// Does nothing any more: the sim backend was opt-in (CONVKIT_ENABLE_SIM) until
-// every kernel family landed, and is now always registered. Kept only until the
-// raw tests that still call it drop the call.
-inline void enable_sim_backend() {}
-
 // sim (always) and cuda (when usable): the raw kernel tests run on every GPU
 // backend, whatever CONVKIT_TEST_SIM says for the op suites.
 inline std::vector<Device> gpu_devices() {

@@ -63,10 +63,7 @@ void check_all(int version, bool aligned_offsets_only) {
     }
 }
 
-class GpuDropout : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override { testing::enable_sim_backend(); }
-};
+class GpuDropout : public ::testing::TestWithParam<int> {};
 
 TEST_P(GpuDropout, MaskIsTheCpuMaskBitForBit) {
   const int version = GetParam();
@@ -82,7 +79,6 @@ INSTANTIATE_TEST_SUITE_P(sim, GpuDropout, ::testing::Values(0, 1, 2, 3),
                          });
 
 TEST(GpuDropoutChecks, UnalignedOutputsFallBackOrFailClearly) {
-  testing::enable_sim_backend();
   // Output one float past a 16-byte boundary, stream offset 8: v3 cannot
   // vector-store it; the default choice runs v2 and still matches the cpu.
   const std::vector<float> shifted = gpu_mask<float>(37, 8, 0.4, 0, 1);

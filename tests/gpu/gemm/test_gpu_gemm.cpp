@@ -21,7 +21,6 @@ constexpr int kOurVersions = 3;  // v4 is cuBLAS, cuda only
 const std::int64_t kSizes[] = {1, 7, 16, 33, 65, 128};
 
 TensorOptions sim_options(DType dt) {
-  testing::enable_sim_backend();
   return TensorOptions().dtype(dt).device(Device(DeviceType::sim));
 }
 

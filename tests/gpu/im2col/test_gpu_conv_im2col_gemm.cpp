@@ -10,7 +10,6 @@ namespace convkit {
 namespace {
 
 Device sim_device() {
-  testing::enable_sim_backend();
   return Device(DeviceType::sim);
 }
 

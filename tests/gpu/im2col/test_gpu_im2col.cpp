@@ -15,7 +15,6 @@ namespace {
 namespace kernels = convkit::gpu_sim;
 
 TensorOptions sim_options(DType dt) {
-  testing::enable_sim_backend();
   return TensorOptions().dtype(dt).device(Device(DeviceType::sim));
 }
 

@@ -152,10 +152,7 @@ std::vector<AdamStep> adam_steps() {
   return out;
 }
 
-class GpuOptimizer : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override { testing::enable_sim_backend(); }
-};
+class GpuOptimizer : public ::testing::TestWithParam<int> {};
 
 TEST_P(GpuOptimizer, SgdMatchesReferenceAndCpu) {
   std::mt19937_64 rng(testing::kSeed + 800);
@@ -190,7 +187,6 @@ INSTANTIATE_TEST_SUITE_P(sim, GpuOptimizer, ::testing::Values(0, 1, 2),
                          });
 
 TEST(GpuOptimizerChecks, VersionsAgreeAndV2NeedsAlignment) {
-  testing::enable_sim_backend();
   std::mt19937_64 rng(testing::kSeed + 802);
   const State start = random_state(41, rng);
   const AdamStep adam = adam_steps()[4];

@@ -197,10 +197,7 @@ void check_case(const Case& c, bool include_pad, int version, std::mt19937_64& r
   }
 }
 
-class GpuPooling : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override { testing::enable_sim_backend(); }
-};
+class GpuPooling : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GpuPooling, EveryVersionMatchesReferenceAndCpuBitForBit) {
   sim::ScopedSchedule schedule(sim::Schedule::parse(GetParam()));
@@ -242,7 +239,6 @@ TEST_P(GpuPooling, TiledBlocksWalkSeveralPlanes) {
 }
 
 TEST(GpuPoolingChecks, VersionsAndLimitsAreClearErrors) {
-  testing::enable_sim_backend();
   kernels::register_pooling_kernels();
   const Case big = kCases.back();
   const PoolWindow w = window_of(big, true);
