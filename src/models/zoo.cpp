@@ -78,19 +78,22 @@ struct Builder {
   }
 };
 
-// 28x28x1: conv32 -> 26, pool -> 13, conv64 -> 11, pool -> 5; 64*5*5 = 1600.
+// 28x28x1: conv32 same -> 28, pool -> 14, conv64 same -> 14, pool -> 7; 64*7*7 = 3136.
+// 'same' padding and dropout 0.25 rather than Keras' valid convs and 0.5:
+// measured over seeds, the valid-padding net ends 5 epochs at 89.9-90.4% and
+// this one at 91.3% (docs/training.md).
 Net fmnist_cnn(Init init, std::int64_t classes) {
   Builder b{init};
-  b.conv(1, 32, 3).relu().pool(2).conv(32, 64, 3).relu().pool(2);
-  b.flatten().dense(1600, 128).relu().dropout(0.5).dense(128, classes);
+  b.conv(1, 32, 3, true).relu().pool(2).conv(32, 64, 3, true).relu().pool(2);
+  b.flatten().dense(3136, 128).relu().dropout(0.25).dense(128, classes);
   return b.net;
 }
 
 // fmnist-cnn with BatchNorm between each conv / dense and its ReLU.
 Net fmnist_cnn_bn(Init init, std::int64_t classes) {
   Builder b{init};
-  b.conv(1, 32, 3).bn2d(32).relu().pool(2).conv(32, 64, 3).bn2d(64).relu().pool(2);
-  b.flatten().dense(1600, 128).bn1d(128).relu().dropout(0.5).dense(128, classes);
+  b.conv(1, 32, 3, true).bn2d(32).relu().pool(2).conv(32, 64, 3, true).bn2d(64).relu().pool(2);
+  b.flatten().dense(3136, 128).bn1d(128).relu().dropout(0.5).dense(128, classes);
   return b.net;
 }
 
@@ -158,10 +161,10 @@ const std::vector<Entry>& entries() {
       e.push_back({std::move(info), std::move(make)});
     };
     const auto softmax = LossKind::softmax_cross_entropy;
-    add("fmnist-cnn", "Fashion-MNIST: 2 x (conv 3x3 + ReLU + max pool), dense 128, dropout 0.5, dense 10",
-        {1, 28, 28}, 10, softmax, Init::keras, 225'034, 0, fmnist_cnn);
+    add("fmnist-cnn", "Fashion-MNIST: 2 x (conv 3x3 same + ReLU + max pool), dense 128, dropout 0.25, dense 10",
+        {1, 28, 28}, 10, softmax, Init::keras, 421'642, 0, fmnist_cnn);
     add("fmnist-cnn-bn", "fmnist-cnn with BatchNorm after each conv and the hidden dense layer", {1, 28, 28}, 10,
-        softmax, Init::keras, 225'482, 448, fmnist_cnn_bn);
+        softmax, Init::keras, 422'090, 448, fmnist_cnn_bn);
     add("cifar10-cnn", "Keras' cifar10_cnn example: 4 conv (32, 32, 64, 64), 2 max pools, dense 512, dropouts",
         {3, 32, 32}, 10, softmax, Init::keras, 1'250'858, 0, cifar10_cnn);
     add("catdog-cnn", "cats vs dogs at 64x64: 2 x (conv 32 + max pool), dense 128, one sigmoid logit",

@@ -27,7 +27,7 @@ TEST(Examples, FashionMnist) {
                                                          " --epochs 1 --limit 160 --test-limit 60 "
                                                          "--batch 32 --out " + shell_quote(dir.file("out")));
   ASSERT_EQ(r.status, 0) << r.err << r.out;
-  expect_mentions(r, {"Total params: 225,034", "Epoch 1/1", "test loss", "on 60 images",
+  expect_mentions(r, {"Total params: 421,642", "Epoch 1/1", "test loss", "on 60 images",
                       "test image 0: predicted", "test image 4: predicted"});
   for (const char* f : {"last.ckpt", "best.ckpt", "log.csv"})
     EXPECT_TRUE(std::filesystem::exists(dir.file("out/") + f)) << f;

@@ -16,10 +16,10 @@ TEST(Summary, FashionCnnRowsShapesAndCounts) {
     std::int64_t params;
   };
   const std::vector<Row> want = {
-      {"0", "Conv2d", {-1, 32, 26, 26}, 320},   {"1", "ReLU", {-1, 32, 26, 26}, 0},
-      {"2", "MaxPool2d", {-1, 32, 13, 13}, 0},  {"3", "Conv2d", {-1, 64, 11, 11}, 18'496},
-      {"4", "ReLU", {-1, 64, 11, 11}, 0},       {"5", "MaxPool2d", {-1, 64, 5, 5}, 0},
-      {"6", "Flatten", {-1, 1600}, 0},          {"7", "Linear", {-1, 128}, 204'928},
+      {"0", "Conv2d", {-1, 32, 28, 28}, 320},   {"1", "ReLU", {-1, 32, 28, 28}, 0},
+      {"2", "MaxPool2d", {-1, 32, 14, 14}, 0},  {"3", "Conv2d", {-1, 64, 14, 14}, 18'496},
+      {"4", "ReLU", {-1, 64, 14, 14}, 0},       {"5", "MaxPool2d", {-1, 64, 7, 7}, 0},
+      {"6", "Flatten", {-1, 3136}, 0},          {"7", "Linear", {-1, 128}, 401'536},
       {"8", "ReLU", {-1, 128}, 0},              {"9", "Dropout", {-1, 128}, 0},
       {"10", "Linear", {-1, 10}, 1'290},
   };
@@ -30,15 +30,15 @@ TEST(Summary, FashionCnnRowsShapesAndCounts) {
     EXPECT_EQ(s.layers[i].output_shape, want[i].shape) << want[i].name;
     EXPECT_EQ(s.layers[i].params.total(), want[i].params) << want[i].name;
   }
-  EXPECT_EQ(s.params.total(), 225'034);
+  EXPECT_EQ(s.params.total(), 421'642);
   EXPECT_EQ(s.params.non_trainable, 0);
   const std::string table = s.str();
   EXPECT_NE(table.find("Layer (type)"), std::string::npos);
   EXPECT_NE(table.find("7 (Linear)"), std::string::npos) << table;
-  EXPECT_NE(table.find("[-1, 64, 11, 11]"), std::string::npos) << table;
-  EXPECT_NE(table.find("204,928"), std::string::npos) << table;
-  EXPECT_NE(table.find("Total params: 225,034"), std::string::npos) << table;
-  EXPECT_NE(table.find("Trainable params: 225,034"), std::string::npos) << table;
+  EXPECT_NE(table.find("[-1, 64, 14, 14]"), std::string::npos) << table;
+  EXPECT_NE(table.find("401,536"), std::string::npos) << table;
+  EXPECT_NE(table.find("Total params: 421,642"), std::string::npos) << table;
+  EXPECT_NE(table.find("Trainable params: 421,642"), std::string::npos) << table;
   EXPECT_NE(table.find("Non-trainable params: 0"), std::string::npos) << table;
   EXPECT_EQ(nn::summary(*net, {1, 28, 28}), table);
 }
