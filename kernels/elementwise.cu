@@ -67,6 +67,7 @@ __device__ __forceinline__ T binary_value(BinaryOp op, T x, T y) {
     case BinaryOp::le: return T(x <= y);
     case BinaryOp::gt: return T(x > y);
     case BinaryOp::ge: return T(x >= y);
+    case BinaryOp::relu_grad: return y > T(0) ? x : T(0);
   }
   return x;
 }

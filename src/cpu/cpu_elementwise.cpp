@@ -96,6 +96,7 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
     case BinaryOp::le: return map2<T>(a, b, out, [](T x, T y) { return T(x <= y); });
     case BinaryOp::gt: return map2<T>(a, b, out, [](T x, T y) { return T(x > y); });
     case BinaryOp::ge: return map2<T>(a, b, out, [](T x, T y) { return T(x >= y); });
+    case BinaryOp::relu_grad: return map2<T>(a, b, out, [](T g, T y) { return y > 0 ? g : T(0); });
   }
 }
 

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_pool.h"
 #include "cpu/strided_loop.h"
 
 namespace convkit::cpu {
@@ -15,12 +16,6 @@ namespace {
 
 constexpr std::int64_t kParallelWork = 32768;
 
-struct Planes {
-  std::int64_t count, H, W, OH, OW;
-  Planes(const Tensor& in, const Tensor& out)
-      : count(in.size(0) * in.size(1)), H(in.size(2)), W(in.size(3)), OH(out.size(2)),
-        OW(out.size(3)) {}
-};
 
 // The input rows (or columns) [begin, end) that output index o covers; the op
 // guarantees that every window holds at least one input element.
@@ -49,37 +44,99 @@ inline std::int64_t avg_divisor(std::int64_t oh, std::int64_t ow, const PoolWind
 
 }  // namespace
 
-void CpuBackend::max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& argmax,
-                                    PoolWindow w) {
-  const Planes g(x, out);
-  dispatch_floating(x.dtype(), "max_pool2d", [&]<typename T>() {
-    const T* xp = x.data<T>();
-    T* yp = out.data<T>();
-    std::int64_t* ap = argmax.data<std::int64_t>();
-    const std::int64_t work = g.count * g.OH * g.OW * w.kernel_h * w.kernel_w;
+// The generic window loop: any kernel, stride and padding. It is the
+// reference the 2x2 stride-2 version below is tested against.
+template <typename T>
+void max_pool2d_generic(const T* xp, T* yp, std::int64_t* ap, const PoolGeometry& g, const PoolWindow& w) {
+  const std::int64_t work = g.count * g.OH * g.OW * w.kernel_h * w.kernel_w;
 #pragma omp parallel for collapse(2) schedule(static) if (work > kParallelWork)
-    for (std::int64_t p = 0; p < g.count; ++p) {
-      for (std::int64_t oh = 0; oh < g.OH; ++oh) {
-        const T* plane = xp + p * g.H * g.W;
-        const Span hs = clip(oh, w.stride_h, w.pad_h, w.kernel_h, g.H);
-        const std::int64_t o_row = (p * g.OH + oh) * g.OW;
-        for (std::int64_t ow = 0; ow < g.OW; ++ow) {
-          const Span ws = clip(ow, w.stride_w, w.pad_w, w.kernel_w, g.W);
-          T best = -std::numeric_limits<T>::infinity();
-          std::int64_t best_i = hs.begin * g.W + ws.begin;
-          for (std::int64_t h = hs.begin; h < hs.end; ++h) {
-            for (std::int64_t c = ws.begin; c < ws.end; ++c) {
-              const T v = plane[h * g.W + c];
-              if (v > best || std::isnan(v)) {  // torch's rule: a NaN always takes over
-                best = v;
-                best_i = h * g.W + c;
-              }
+  for (std::int64_t p = 0; p < g.count; ++p) {
+    for (std::int64_t oh = 0; oh < g.OH; ++oh) {
+      const T* plane = xp + p * g.H * g.W;
+      const Span hs = clip(oh, w.stride_h, w.pad_h, w.kernel_h, g.H);
+      const std::int64_t o_row = (p * g.OH + oh) * g.OW;
+      for (std::int64_t ow = 0; ow < g.OW; ++ow) {
+        const Span ws = clip(ow, w.stride_w, w.pad_w, w.kernel_w, g.W);
+        T best = -std::numeric_limits<T>::infinity();
+        std::int64_t best_i = hs.begin * g.W + ws.begin;
+        for (std::int64_t h = hs.begin; h < hs.end; ++h) {
+          for (std::int64_t c = ws.begin; c < ws.end; ++c) {
+            const T v = plane[h * g.W + c];
+            if (v > best || std::isnan(v)) {  // torch's rule: a NaN always takes over
+              best = v;
+              best_i = h * g.W + c;
             }
           }
-          yp[o_row + ow] = best;
-          ap[o_row + ow] = best_i;
         }
+        yp[o_row + ow] = best;
+        ap[o_row + ow] = best_i;
       }
+    }
+  }
+}
+
+// Kernel 2x2, stride 2, no padding (every Keras MaxPooling2D(2)): the window
+// never needs clipping, so each output reads two adjacent pairs of one input
+// row pair with no bounds arithmetic. The same comparisons in the same order
+// as the generic loop, so values, argmax and NaN handling are identical; the
+// generic loop spent most of its time on window bounds (3.4 GB/s of its byte
+// floor, docs/performance.md).
+template <typename T>
+void max_pool2d_2x2s2(const T* xp, T* yp, std::int64_t* ap, const PoolGeometry& g) {
+  // Locals, not g's fields: the argmax stores are int64 and may alias g as far
+  // as the compiler knows, which reloads the sizes every output and keeps the
+  // row loop from vectorising (4x slower).
+  const std::int64_t count = g.count, H = g.H, W = g.W, OH = g.OH, OW = g.OW;
+  const std::int64_t work = count * OH * OW * 4;
+#pragma omp parallel for collapse(2) schedule(static) if (work > kParallelWork)
+  for (std::int64_t p = 0; p < count; ++p) {
+    for (std::int64_t oh = 0; oh < OH; ++oh) {
+      const T* top = xp + p * H * W + 2 * oh * W;
+      const T* bottom = top + W;
+      T* y = yp + (p * OH + oh) * OW;
+      std::int64_t* a = ap + (p * OH + oh) * OW;
+      const std::int64_t top_i = 2 * oh * W;
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        const std::int64_t c = 2 * ow;
+        T best = top[c];
+        std::int64_t best_i = top_i + c;
+        // Selects, not branches: which of the four wins is unpredictable.
+        auto take = [&](T v, std::int64_t i) {
+          const bool wins = (v > best) | (v != v);  // v != v: NaN takes over
+          best = wins ? v : best;
+          best_i = wins ? i : best_i;
+        };
+        take(top[c + 1], top_i + c + 1);
+        take(bottom[c], top_i + W + c);
+        take(bottom[c + 1], top_i + W + c + 1);
+        y[ow] = best;
+        a[ow] = best_i;
+      }
+    }
+  }
+}
+
+template void max_pool2d_generic<float>(const float*, float*, std::int64_t*, const PoolGeometry&, const PoolWindow&);
+template void max_pool2d_generic<double>(const double*, double*, std::int64_t*, const PoolGeometry&,
+                                         const PoolWindow&);
+template void max_pool2d_2x2s2<float>(const float*, float*, std::int64_t*, const PoolGeometry&);
+template void max_pool2d_2x2s2<double>(const double*, double*, std::int64_t*, const PoolGeometry&);
+
+bool is_2x2_stride_2(const PoolWindow& w) {
+  return w.kernel_h == 2 && w.kernel_w == 2 && w.stride_h == 2 && w.stride_w == 2 && w.pad_h == 0 &&
+         w.pad_w == 0;
+}
+
+void CpuBackend::max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& argmax,
+                                    PoolWindow w) {
+  const PoolGeometry g = pool_geometry(x, out);
+  dispatch_floating(x.dtype(), "max_pool2d", [&]<typename T>() {
+    // ceil_mode can give a last window that runs past the input: the 2x2
+    // version assumes every window is whole.
+    if (is_2x2_stride_2(w) && 2 * g.OH <= g.H && 2 * g.OW <= g.W) {
+      max_pool2d_2x2s2(x.data<T>(), out.data<T>(), argmax.data<std::int64_t>(), g);
+    } else {
+      max_pool2d_generic(x.data<T>(), out.data<T>(), argmax.data<std::int64_t>(), g, w);
     }
   });
 }
@@ -88,7 +145,7 @@ void CpuBackend::max_pool2d_forward(const Tensor& x, const Tensor& out, const Te
 // the window is not needed here.
 void CpuBackend::max_pool2d_backward(const Tensor& grad_out, const Tensor& argmax,
                                      const Tensor& grad_in, PoolWindow /*window*/) {
-  const Planes g(grad_in, grad_out);
+  const PoolGeometry g = pool_geometry(grad_in, grad_out);
   dispatch_floating(grad_out.dtype(), "max_pool2d_backward", [&]<typename T>() {
     const T* gop = grad_out.data<T>();
     const std::int64_t* ap = argmax.data<std::int64_t>();
@@ -106,7 +163,7 @@ void CpuBackend::max_pool2d_backward(const Tensor& grad_out, const Tensor& argma
 }
 
 void CpuBackend::avg_pool2d_forward(const Tensor& x, const Tensor& out, PoolWindow w) {
-  const Planes g(x, out);
+  const PoolGeometry g = pool_geometry(x, out);
   dispatch_floating(x.dtype(), "avg_pool2d", [&]<typename T>() {
     const T* xp = x.data<T>();
     T* yp = out.data<T>();
@@ -131,7 +188,7 @@ void CpuBackend::avg_pool2d_forward(const Tensor& x, const Tensor& out, PoolWind
 }
 
 void CpuBackend::avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_in, PoolWindow w) {
-  const Planes g(grad_in, grad_out);
+  const PoolGeometry g = pool_geometry(grad_in, grad_out);
   dispatch_floating(grad_out.dtype(), "avg_pool2d_backward", [&]<typename T>() {
     const T* gop = grad_out.data<T>();
     T* gip = grad_in.data<T>();

@@ -175,7 +175,7 @@ Tensor clamp(const Tensor& x, double lo, double hi) {
 Tensor relu(const Tensor& x) {
   Tensor out = unary_op(UnaryOp::relu, "relu", x);
   return record(out, "ReluBackward", {x}, [so = SavedTensor(out.detach())](const Tensor& g) {
-    return V{mul(g, unary_op(UnaryOp::gt_scalar, "relu", so.get(), 0.0))};
+    return V{binary_op(BinaryOp::relu_grad, "relu_backward", g, so.get())};
   });
 }
 

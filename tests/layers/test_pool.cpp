@@ -3,6 +3,11 @@
 // padding, ceil_mode and count_include_pad combinations; gradients by gradcheck.
 #include <cmath>
 #include <limits>
+#include <array>
+#include <random>
+#include <vector>
+
+#include "cpu/cpu_pool.h"
 
 #include "layers/layer_testing.h"
 
@@ -218,6 +223,54 @@ TEST_P(Pool, BadArgumentsAreClearErrors) {
   EXPECT_TRUE(throws_with([&] { global_avg_pool2d(zeros({2, 3}, GetParam())); }, {"global_avg_pool2d", "[2, 3]"}));
   EXPECT_TRUE(throws_with([&] { max_pool2d(zeros({1, 1, 2, 2}, TensorOptions(DType::int64).device(GetParam())), Pool2dParams(2)); },
                           {"max_pool2d", "int64"}));
+}
+
+// The cpu's 2x2 stride-2 max pool against its generic twin, bit for bit, on
+// odd and even sizes (floor mode drops the last row or column), with ties,
+// -inf everywhere in some windows, and NaNs, in float and double.
+template <typename T>
+void check_2x2_matches_generic(std::int64_t planes, std::int64_t H, std::int64_t W, std::uint64_t seed) {
+  const cpu::PoolGeometry g{planes, H, W, H / 2, W / 2};
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> pick(0, 19);
+  std::vector<T> x(static_cast<std::size_t>(planes * H * W));
+  for (T& v : x) {
+    const int k = pick(rng);
+    // Few distinct values make ties common; the rest are the special cases.
+    v = k < 14 ? T(k % 4) : k < 17 ? -std::numeric_limits<T>::infinity()
+                          : k < 19 ? std::numeric_limits<T>::quiet_NaN() : T(-1);
+  }
+  const std::size_t outs = static_cast<std::size_t>(planes * g.OH * g.OW);
+  std::vector<T> y_ref(outs), y(outs);
+  std::vector<std::int64_t> a_ref(outs), a(outs);
+  PoolWindow w;
+  w.kernel_h = w.kernel_w = w.stride_h = w.stride_w = 2;
+  cpu::max_pool2d_generic(x.data(), y_ref.data(), a_ref.data(), g, w);
+  cpu::max_pool2d_2x2s2(x.data(), y.data(), a.data(), g);
+  for (std::size_t i = 0; i < outs; ++i) {
+    const bool same = std::isnan(y_ref[i]) ? std::isnan(y[i]) : y[i] == y_ref[i];
+    ASSERT_TRUE(same) << "output " << i << " of " << planes << "x" << H << "x" << W << ": " << y[i]
+                      << " vs generic " << y_ref[i];
+    ASSERT_EQ(a[i], a_ref[i]) << "argmax of output " << i << " of " << planes << "x" << H << "x" << W;
+  }
+}
+
+TEST(CpuMaxPool2x2, MatchesTheGenericLoopBitForBit) {
+  std::uint64_t seed = testing::kSeed;
+  for (auto [planes, H, W] : {std::array<std::int64_t, 3>{1, 2, 2}, {3, 5, 7}, {7, 28, 28}, {2, 13, 30},
+                              {64, 15, 15}, {5, 2, 9}, {300, 32, 32}}) {
+    check_2x2_matches_generic<float>(planes, H, W, ++seed);
+    check_2x2_matches_generic<double>(planes, H, W, ++seed);
+  }
+  EXPECT_TRUE(cpu::is_2x2_stride_2([] {
+    PoolWindow w;
+    w.kernel_h = w.kernel_w = w.stride_h = w.stride_w = 2;
+    return w;
+  }()));
+  PoolWindow padded;
+  padded.kernel_h = padded.kernel_w = padded.stride_h = padded.stride_w = 2;
+  padded.pad_h = 1;
+  EXPECT_FALSE(cpu::is_2x2_stride_2(padded));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Pool, ::testing::ValuesIn(testing::test_devices()), testing::device_name);

@@ -24,6 +24,7 @@ enum class UnaryOp {
 enum class BinaryOp {
   add, sub, mul, div, pow, maximum, minimum,
   eq, ne, lt, le, gt, ge,  // 1 or 0 in the inputs' dtype
+  relu_grad,               // a where b > 0, else 0: ReLU's backward from its output in one pass
 };
 
 enum class ReduceOp { sum, max, min };
