@@ -40,6 +40,7 @@
 #include "suite_support.h"
 #include "conv_check.h"
 #include "cudnn_baseline.h"
+#include "onednn_baseline.h"
 #include "convkit/backend/backend.h"
 #include "layer_sets.h"
 
@@ -57,7 +58,7 @@ struct ConvCase {
   ConvPass pass = ConvPass::forward;
   std::size_t rotate_bytes = 0;
   bool check = true;
-  bool cudnn = false;  // the cuDNN baseline instead of `algo`
+  std::string baseline;  // "cudnn" or "onednn": that library instead of `algo`
 };
 
 const char* pass_short_name(ConvPass pass) {
@@ -154,11 +155,13 @@ Runner our_algorithm(Backend& backend, const ConvCase& c) {
   return r;
 }
 
-Runner cudnn_baseline(const ConvCase& c, std::shared_ptr<const CudnnConv> conv) {
+// A vendor library's convolution (CudnnConv or OnednnConv) as a runner.
+template <typename Library>
+Runner baseline_runner(const ConvCase& c, std::shared_ptr<const Library> conv) {
   Runner r;
-  r.name = "cudnn:" + conv->algo_name();
+  r.name = c.baseline + ":" + conv->algo_name();
   r.workspace_bytes = conv->workspace_bytes();
-  r.check_as = ConvAlgo::fft;  // cuDNN may pick an FFT or Winograd algorithm: the norm-wise bound
+  r.check_as = ConvAlgo::fft;  // the library may pick an FFT or Winograd algorithm: the norm-wise bound
   auto raw = [](const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; };
   r.run = [conv, c, raw](const Operands& op, const Tensor& ws) {
     switch (c.pass) {
@@ -239,13 +242,16 @@ void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, con
 void run_conv(benchmark::State& state, const ConvCase& c) {
   try {
     Backend& backend = backend_for(c.device);
-    if (c.cudnn) {
-      const std::string why = CudnnConv::unsupported_reason(c.desc);
+    if (c.baseline == "cudnn" || c.baseline == "onednn") {
+      const std::string why = c.baseline == "cudnn" ? CudnnConv::unsupported_reason(c.desc)
+                                                    : OnednnConv::unsupported_reason(c.desc);
       if (!why.empty()) {
         state.SkipWithError(("unsupported: " + why).c_str());
         return;
       }
-      time_pass(state, c, backend, cudnn_baseline(c, std::make_shared<const CudnnConv>(c.desc, c.pass)));
+      time_pass(state, c, backend,
+                c.baseline == "cudnn" ? baseline_runner(c, std::make_shared<const CudnnConv>(c.desc, c.pass))
+                                      : baseline_runner(c, std::make_shared<const OnednnConv>(c.desc, c.pass)));
       return;
     }
     const Support support = backend.conv2d_supports(c.algo, c.desc);
@@ -266,8 +272,9 @@ const std::map<std::string, std::string> kFlags = {
     {"batch-scale", "multiply every batch by this, rounding, at least 1 (default 1)"},
     {"max-batch", "cap every batch at this (default: no cap)"},
     {"devices", "comma-separated devices: cpu, sim, cuda[:N] (default cpu and every usable cuda)"},
-    {"algos", "comma-separated algorithms, and cudnn for the cuDNN baseline on cuda devices "
-              "(default direct,im2col_gemm,fft,winograd, plus cudnn when built with it)"},
+    {"algos", "comma-separated algorithms, cudnn for the cuDNN baseline on cuda devices and onednn for "
+              "the oneDNN baseline on the cpu (default direct,im2col_gemm,fft,winograd, plus cudnn and "
+              "onednn when built with them)"},
     {"passes", "comma-separated passes: fwd, bwd-data, bwd-weights (default all three)"},
     {"rotate-mib", "operand copies to cycle through, in MiB, so the caches start cold (default 64)"},
     {"check", "check each result against the float64 reference before timing (default true)"},
@@ -301,12 +308,16 @@ int main(int argc, char** argv) {
     const BatchScaling batch{flags.get_double("batch-scale", 1.0), flags.get_int("max-batch", 0)};
     std::vector<std::string> default_algos{"direct", "im2col_gemm", "fft", "winograd"};
     if (CudnnConv::available()) default_algos.push_back("cudnn");
+    if (OnednnConv::available()) default_algos.push_back("onednn");
     std::vector<ConvAlgo> algos;
-    bool cudnn = false;
+    bool cudnn = false, onednn = false;
     for (const std::string& a : flags.get_list("algos", default_algos)) {
       if (a == "cudnn") {
         CK_CHECK(CudnnConv::available(), "--algos=cudnn: this build has no cuDNN (it needs the cuda backend)");
         cudnn = true;
+      } else if (a == "onednn") {
+        CK_CHECK(OnednnConv::available(), "--algos=onednn: this build has no oneDNN (install libdnnl-dev and reconfigure)");
+        onednn = true;
       } else {
         algos.push_back(parse_conv_algo(a));
       }
@@ -334,9 +345,12 @@ int main(int argc, char** argv) {
         for (const Device& device : devices)
           for (int a = 0; a < static_cast<int>(algos.size()) + 1; ++a)
             for (ConvPass pass : passes) {
-              // The last round is the cuDNN baseline, on cuda devices only.
+              // The last round is the vendor baseline: cuDNN on cuda devices, oneDNN on the cpu.
               const bool baseline = a == static_cast<int>(algos.size());
-              if (baseline && !(cudnn && device.type == DeviceType::cuda)) continue;
+              const std::string library = device.type == DeviceType::cuda ? (cudnn ? "cudnn" : "")
+                                          : device.type == DeviceType::cpu ? (onednn ? "onednn" : "")
+                                                                           : "";
+              if (baseline && library.empty()) continue;
               const ConvAlgo algo = baseline ? ConvAlgo::automatic : algos[static_cast<std::size_t>(a)];
               ConvCase c;
               c.set = set.name;
@@ -348,9 +362,9 @@ int main(int argc, char** argv) {
               c.pass = pass;
               c.rotate_bytes = static_cast<std::size_t>(rotate_mib * (1 << 20));
               c.check = check;
-              c.cudnn = baseline;
+              if (baseline) c.baseline = library;
               const std::string name = "conv/" + set.name + "/" + entry.name + "/" + device.str() + "/" +
-                                       (baseline ? std::string("cudnn") : std::string(conv_algo_name(algo))) + "/" +
+                                       (baseline ? library : std::string(conv_algo_name(algo))) + "/" +
                                        pass_short_name(pass);
               auto* b = benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& s) { run_conv(s, c); });
               b->Unit(benchmark::kMillisecond);
