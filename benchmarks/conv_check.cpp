@@ -17,6 +17,8 @@ namespace {
 constexpr double kProductBudget = 2e8;
 constexpr std::size_t kMinSamples = 32, kMaxSamples = 1024, kEdgeSamples = 16;
 constexpr double kNormwiseErrorFactor = 16;
+// As tests/cpu_conv/conv_tolerance.h.
+constexpr double kWinogradErrorFactor = 4;
 
 struct Sum {
   double value = 0, magnitude = 0;
@@ -149,9 +151,11 @@ void compare(ConvAlgo algo, const std::vector<Compared>& items, CheckResult& res
     const double rel = c.want.magnitude > 0 ? err / c.want.magnitude : (err > 0 ? INFINITY : 0.0);
     result.max_rel_error = std::max(result.max_rel_error, std::isnan(err) ? INFINITY : rel);
     double tol;
+    const double n = static_cast<double>(c.want.terms + 2), u = eps / 2;
     if (sums_products) {
-      const double n = static_cast<double>(c.want.terms + 2), u = eps / 2;
       tol = n * u / (1 - n * u) * c.want.magnitude;
+    } else if (algo == ConvAlgo::winograd) {
+      tol = kWinogradErrorFactor * n * u / (1 - n * u) * largest;
     } else {
       tol = kNormwiseErrorFactor * eps * largest;
     }

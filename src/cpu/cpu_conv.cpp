@@ -13,7 +13,6 @@ void* mut_ptr_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nul
 
 Support CpuBackend::conv2d_supports(ConvAlgo algo, const Conv2dDesc& desc) {
   if (algo == ConvAlgo::automatic) return Support::no("automatic is resolved before reaching a backend");
-  if (algo == ConvAlgo::winograd) return Support::no("winograd is not implemented on the cpu yet");
   return conv_algorithm(algo).supports(desc);
 }
 

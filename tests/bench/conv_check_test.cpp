@@ -64,7 +64,7 @@ const std::vector<Case> kCases = {
 
 TEST(ConvCheck, AcceptsEveryCpuAlgorithmAndPass) {
   for (const Case& c : kCases)
-    for (ConvAlgo algo : {ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft})
+    for (ConvAlgo algo : {ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft, ConvAlgo::winograd})
       for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
         if (!backend_for(kCPU).conv2d_supports(algo, c.desc)) continue;
         const CheckResult r = check_conv_pass(c.desc, algo, pass, run(c.desc, algo, pass));

@@ -66,9 +66,17 @@ class ConvAlgorithmCase : public ::testing::TestWithParam<std::tuple<ConvAlgo, s
   bool runs_case() const {
     const Support support = algo().supports(conv_case().desc);
     if (support.ok) return true;
-    // The only refusal among the test cases: fft with a stride.
-    EXPECT_EQ(algo().algo(), ConvAlgo::fft) << support.reason;
-    EXPECT_NE(support.reason.find("stride 1 only"), std::string::npos) << support.reason;
+    // The only refusals among the test cases: fft with a stride, and winograd
+    // with anything but a 3x3 filter at stride 1 without dilation.
+    const Conv2dDesc& d = conv_case().desc;
+    if (algo().algo() == ConvAlgo::fft) {
+      EXPECT_NE(support.reason.find("stride 1 only"), std::string::npos) << support.reason;
+    } else {
+      EXPECT_EQ(algo().algo(), ConvAlgo::winograd) << support.reason;
+      EXPECT_FALSE(d.R == 3 && d.S == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 &&
+                   d.dilation_w == 1)
+          << support.reason;
+    }
     std::vector<float> buffer(1);
     EXPECT_THROW(algo().forward(conv_case().desc, DType::float32, buffer.data(), buffer.data(), nullptr,
                                 buffer.data(), buffer.data()),
@@ -171,7 +179,8 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<ConvAlgo, std::s
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCases, ConvAlgorithmCase,
-                         ::testing::Combine(::testing::Values(ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft),
+                         ::testing::Combine(::testing::Values(ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft,
+                                                              ConvAlgo::winograd),
                                             ::testing::Range<std::size_t>(0, conv_cases().size())),
                          case_name);
 
@@ -189,6 +198,20 @@ TEST(ConvCases, CoverTheRequiredFeatures) {
   EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.C == 1; }));
   EXPECT_TRUE(any([](const Conv2dDesc& d) { return d.K == 1; }));
   for (std::int64_t k : {5, 7, 11}) EXPECT_TRUE(any([k](const Conv2dDesc& d) { return d.R == k && d.S == k; })) << k;
+  // winograd's cases: every edge of the tiling (odd P and Q, padding 0, 1,
+  // and past the filter, asymmetric), groups, batch 1, C or K = 1, threads.
+  auto winograd = [](const Conv2dDesc& d) {
+    return d.R == 3 && d.S == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1;
+  };
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.N == 1; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.P() % 2 == 1 && d.Q() % 2 == 1; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.pad_top == 0 && d.pad_left == 0; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.pad_top > 2; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.pad_top != d.pad_bottom; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.groups > 1; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.C == 1; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.K == 1; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && worth_parallelising(d) && d.groups > 1; }));
   // Some cases are large enough that the algorithms run multi-threaded.
   EXPECT_TRUE(any([](const Conv2dDesc& d) { return worth_parallelising(d) && d.groups == 1; }));
   EXPECT_TRUE(any([](const Conv2dDesc& d) { return worth_parallelising(d) && d.groups > 1; }));

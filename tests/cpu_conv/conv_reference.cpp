@@ -179,6 +179,10 @@ std::vector<ConvCase> build_cases() {
       {"stride3_no_pad_remainder", with_stride(make_desc(2, 2, 10, 11, 3, 2, 3), 3, 2)},
       // Above kMinParallelFlops, so the multi-threaded paths run too.
       {"parallel_3x3", with_pad(make_desc(4, 16, 16, 16, 16, 3, 3), 1, 1, 1, 1)},
+      {"winograd_batch1_no_pad_odd", make_desc(1, 3, 9, 8, 5, 3, 3)},
+      {"winograd_asymmetric_pad", with_pad(make_desc(2, 2, 7, 6, 3, 3, 3), 0, 2, 2, 1)},
+      {"winograd_image_smaller_than_tile", with_pad(make_desc(2, 3, 2, 1, 2, 3, 3), 1, 1, 1, 1)},
+      {"parallel_groups_3x3", with_groups(with_pad(make_desc(8, 16, 17, 15, 16, 3, 3), 1, 1, 1, 1), 2)},
       {"parallel_groups_5x5", with_groups(with_pad(make_desc(5, 12, 18, 18, 12, 5, 5), 2, 2, 2, 2), 2)},
   };
   // Random descriptors: small sizes so the float64 reference stays fast.

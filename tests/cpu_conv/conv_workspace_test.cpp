@@ -37,6 +37,11 @@ Conv2dDesc desc_1x1(std::int64_t N) {
   return d;
 }
 
+struct WinogradRefusal {
+  void (*change)(Conv2dDesc&);
+  const char* reason;
+};
+
 std::vector<Conv2dDesc> chunking_descs() { return {desc_3x3(5), desc_grouped_dilated(4), desc_1x1(3)}; }
 
 // The smallest workspace_limit for which `pass` still runs: the limit that
@@ -117,7 +122,8 @@ TEST(ConvWorkspace, OneImageChunksGiveTheSameResults) {
       EXPECT_TRUE(all_within(chunked.dw, whole.dw, doubled(tolerances<double>(algo->algo(), dw_ref))))
           << conv_algo_name(algo->algo()) << " " << d;
       if (algo->algo() != ConvAlgo::direct) {
-        // With N >= 2 the default limit really runs several images per chunk.
+        // With N >= 2 the default limit really runs several images (winograd:
+        // tiles) per chunk.
         EXPECT_GT(algo->workspace_bytes(d, DType::float64, ConvPass::backward_weights),
                   tight[2]) << conv_algo_name(algo->algo()) << " " << d;
       }
@@ -137,7 +143,9 @@ TEST(ConvWorkspace, LimitTooSmallForOneImageIsAClearError) {
         ADD_FAILURE() << "no error for " << d;
       } catch (const Error& e) {
         const std::string msg = e.what();
-        EXPECT_TRUE(contains(msg, "one image needs " + std::to_string(tight) + " bytes")) << msg;
+        // winograd's unit of work is a 2x2 output tile, the others' an image.
+        const std::string unit = algo->algo() == ConvAlgo::winograd ? "one tile" : "one image";
+        EXPECT_TRUE(contains(msg, unit + " needs " + std::to_string(tight) + " bytes")) << msg;
         EXPECT_TRUE(contains(msg, "workspace_limit is " + std::to_string(tight - 1))) << msg;
         EXPECT_TRUE(contains(msg, conv_algo_name(algo->algo()))) << msg;
         EXPECT_TRUE(contains(msg, d.str())) << msg;
@@ -212,6 +220,33 @@ TEST(ConvSupport, FftRefusesFiltersWiderThanItsLargestTile) {
   EXPECT_TRUE(contains(s.reason, "1x201")) << s.reason;
 }
 
+TEST(ConvSupport, WinogradRefusesWhatF2x2By3x3CannotComputeAndSaysWhy) {
+  const WinogradRefusal refusals[] = {
+      {[](Conv2dDesc& d) { d.R = 5; }, "3x3 filters only (got 5x3)"},
+      {[](Conv2dDesc& d) { d.S = 1; }, "3x3 filters only (got 3x1)"},
+      {[](Conv2dDesc& d) { d.stride_w = 2; }, "stride 1 only (got stride 1x2)"},
+      {[](Conv2dDesc& d) { d.dilation_h = 2; }, "dilation 1 only (got dilation 2x1)"},
+  };
+  for (const WinogradRefusal& r : refusals) {
+    Conv2dDesc d = desc_3x3(2);
+    r.change(d);
+    const Support s = conv_algorithm(ConvAlgo::winograd).supports(d);
+    EXPECT_FALSE(s.ok) << d;
+    EXPECT_TRUE(contains(s.reason, r.reason)) << s.reason;
+    EXPECT_TRUE(contains(s.reason, "im2col_gemm")) << s.reason;
+    std::vector<float> buf(2048);
+    try {
+      conv_algorithm(ConvAlgo::winograd).backward_weights(d, DType::float32, buf.data(), buf.data(), buf.data(),
+                                                          nullptr, buf.data());
+      ADD_FAILURE() << "no error for " << d;
+    } catch (const Error& e) {
+      EXPECT_TRUE(contains(e.what(), "conv2d backward_weights (cpu, winograd)")) << e.what();
+      EXPECT_TRUE(contains(e.what(), r.reason)) << e.what();
+    }
+  }
+  EXPECT_TRUE(conv_algorithm(ConvAlgo::winograd).supports(desc_3x3(2)).ok);
+}
+
 TEST(ConvSupport, InvalidDescriptorIsUnsupportedWithTheValidationMessage) {
   Conv2dDesc d = desc_3x3(1);
   d.groups = 2;  // C = 3
@@ -232,22 +267,17 @@ TEST(ConvSupport, InvalidDescriptorIsUnsupportedWithTheValidationMessage) {
 
 TEST(ConvSupport, RegistryListsTheImplementedAlgorithms) {
   const auto all = conv_algorithms();
-  ASSERT_EQ(all.size(), 3u);
+  ASSERT_EQ(all.size(), 4u);
   EXPECT_EQ(all[0]->algo(), ConvAlgo::direct);
   EXPECT_EQ(all[1]->algo(), ConvAlgo::im2col_gemm);
   EXPECT_EQ(all[2]->algo(), ConvAlgo::fft);
+  EXPECT_EQ(all[3]->algo(), ConvAlgo::winograd);
   for (const ConvAlgorithm* a : all) EXPECT_EQ(&conv_algorithm(a->algo()), a);
   try {
     conv_algorithm(ConvAlgo::automatic);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_TRUE(contains(e.what(), "choose_conv_algorithm_heuristic")) << e.what();
-  }
-  try {
-    conv_algorithm(ConvAlgo::winograd);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "'winograd' is not implemented")) << e.what();
   }
 }
 

@@ -40,9 +40,9 @@ class ConvAlgorithm {
 };
 
 // The implementation of `algo`; throws Error for automatic (pick one with
-// choose_conv_algorithm_heuristic first) and for winograd (not implemented).
+// choose_conv_algorithm_heuristic first).
 const ConvAlgorithm& conv_algorithm(ConvAlgo algo);
-// Every implemented algorithm: direct, im2col_gemm, fft.
+// Every algorithm: direct, im2col_gemm, fft, winograd.
 std::vector<const ConvAlgorithm*> conv_algorithms();
 
 }  // namespace convkit::cpu

@@ -37,13 +37,7 @@ void bias_gradient(const Conv2dDesc& d, const T* dy, T* db) {
 #pragma omp parallel for schedule(static) if (worth_parallelising(d))
   for (std::int64_t k = 0; k < K; ++k) {
     double total = 0;
-    for (std::int64_t n = 0; n < N; ++n) {
-      const T* row = dy + (n * K + k) * plane;
-      double sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (std::int64_t i = 0; i < plane; ++i) sum += static_cast<double>(row[i]);
-      total += sum;
-    }
+    for (std::int64_t n = 0; n < N; ++n) total += sum_in_double(dy + (n * K + k) * plane, plane);
     db[k] = static_cast<T>(total);
   }
 }

@@ -113,6 +113,15 @@ void run_lanes(std::int64_t lanes, bool parallel, Fn&& fn) {
   }
 }
 
+// The sum of values[0, count), accumulated in double.
+template <typename T>
+double sum_in_double(const T* values, std::int64_t count) {
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (std::int64_t i = 0; i < count; ++i) sum += static_cast<double>(values[i]);
+  return sum;
+}
+
 // db[k] = sum over n, p, q of dy[n][k][p][q], accumulated in double.
 template <typename T>
 void bias_gradient(const Conv2dDesc& d, const T* dy, T* db);

@@ -20,13 +20,17 @@
 // threads run. The workspace holds one column buffer per lane, used by thread
 // (slot_cols). Backward-weights gives every lane but the first its own dw
 // accumulator (lane 0 accumulates in dw itself) and adds them up in lane
-// order at the end.
+// order at the end. It sums the bias gradient in the same lane loop, right
+// after each image's GEMM has brought dy[n] into the cache: a separate pass
+// would read all of dy from memory a second time (a quarter of the pass's
+// time on a first layer, where dy is 16.8 MB and the GEMM is short).
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "cpu/conv/conv_common.h"
+#include "cpu/conv/eigen_maps.h"
 #include "cpu/conv/im2col.h"
 #include "cpu/conv/implementations.h"
 
@@ -37,15 +41,6 @@ namespace {
 // with more threads fall back to Eigen's multi-threaded GEMM per image
 // whenever lanes < threads (see run_lanes).
 constexpr std::int64_t kMaxLanes = 16;
-
-template <typename T>
-using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <typename T>
-using MatrixMap = Eigen::Map<RowMajorMatrix<T>>;
-template <typename T>
-using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T>>;
-template <typename T>
-using ConstVectorMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>;
 
 // Matrix sizes of one descriptor.
 struct GemmShape {
@@ -65,8 +60,9 @@ struct GemmShape {
 
 template <typename T>
 struct LaneBuffers {
-  T* cols = nullptr;          // lanes x col_elems
-  T* accumulators = nullptr;  // (lanes - 1) x dw_elems, backward-weights only
+  T* cols = nullptr;            // lanes x col_elems
+  T* accumulators = nullptr;    // (lanes - 1) x dw_elems, backward-weights only
+  double* bias_sums = nullptr;  // lanes x K, backward-weights only
   std::size_t bytes = 0;
 };
 
@@ -75,8 +71,10 @@ LaneBuffers<T> carve_lanes(const GemmShape& g, ConvPass pass, std::int64_t lanes
   WorkspaceCarver carver(base);
   LaneBuffers<T> out;
   out.cols = carver.take<T>(static_cast<std::size_t>(lanes * g.col_elems()));
-  if (pass == ConvPass::backward_weights)
+  if (pass == ConvPass::backward_weights) {
     out.accumulators = carver.take<T>(static_cast<std::size_t>((lanes - 1) * g.dw_elems()));
+    out.bias_sums = carver.take<double>(static_cast<std::size_t>(lanes * g.K));
+  }
   out.bytes = carver.bytes();
   return out;
 }
@@ -153,8 +151,11 @@ void im2col_gemm_backward_data(const Conv2dDesc& d, const T* dy, const T* w, T* 
   });
 }
 
+// db, when not null, gets the bias gradient, summed in double per lane and
+// then over lanes in lane order (so, like dw, independent of the thread count).
 template <typename T>
-void im2col_gemm_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, T* dw, void* workspace) {
+void im2col_gemm_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, T* dw, T* db,
+                                  void* workspace) {
   const GemmShape g(d);
   const std::int64_t lanes = plan_lanes<T>(d, ConvPass::backward_weights);
   const LaneBuffers<T> buffers = carve_lanes<T>(g, ConvPass::backward_weights, lanes, workspace);
@@ -164,6 +165,8 @@ void im2col_gemm_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, 
   run_lanes(lanes, worth_parallelising(d), [&](std::int64_t lane, std::int64_t slot, bool inner_parallel) {
     T* acc = accumulator(lane);
     std::fill(acc, acc + g.dw_elems(), T(0));
+    double* bias_sums = buffers.bias_sums + lane * g.K;
+    std::fill(bias_sums, bias_sums + g.K, 0.0);
     for (std::int64_t n = lane; n < g.N; n += lanes) {
       const T* cols = x + n * g.image;
       if (!g.image_is_col) {
@@ -177,6 +180,9 @@ void im2col_gemm_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, 
         MatrixMap<T> dw_g(acc + grp * g.Kg * g.depth, g.Kg, g.depth);
         dw_g.noalias() += dy_g * col_g.transpose();
       }
+      if (db != nullptr) {
+        for (std::int64_t k = 0; k < g.K; ++k) bias_sums[k] += sum_in_double(dy + (n * g.K + k) * g.plane, g.plane);
+      }
     }
   });
   if (lanes > 1) {
@@ -186,6 +192,13 @@ void im2col_gemm_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, 
       T sum = dw[i];
       for (std::int64_t lane = 1; lane < lanes; ++lane) sum += accumulator(lane)[i];
       dw[i] = sum;
+    }
+  }
+  if (db != nullptr) {
+    for (std::int64_t k = 0; k < g.K; ++k) {
+      double total = 0;
+      for (std::int64_t lane = 0; lane < lanes; ++lane) total += buffers.bias_sums[lane * g.K + k];
+      db[k] = static_cast<T>(total);
     }
   }
 }
@@ -237,8 +250,7 @@ class Im2colGemmConv final : public ConvAlgorithm {
                     workspace);
     dispatch_floating(dtype, [&]<typename T>() {
       im2col_gemm_backward_weights<T>(desc, static_cast<const T*>(x), static_cast<const T*>(dy),
-                                      static_cast<T*>(dw), workspace);
-      if (db != nullptr) bias_gradient<T>(desc, static_cast<const T*>(dy), static_cast<T*>(db));
+                                      static_cast<T*>(dw), static_cast<T*>(db), workspace);
     });
   }
 };

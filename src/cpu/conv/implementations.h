@@ -8,5 +8,6 @@ namespace convkit::cpu {
 const ConvAlgorithm& direct_conv_algorithm();       // direct_conv.cpp
 const ConvAlgorithm& im2col_gemm_conv_algorithm();  // im2col_gemm_conv.cpp
 const ConvAlgorithm& fft_conv_algorithm();          // fft_conv.cpp
+const ConvAlgorithm& winograd_conv_algorithm();     // winograd_conv.cpp
 
 }  // namespace convkit::cpu

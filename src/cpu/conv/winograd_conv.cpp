@@ -1,0 +1,489 @@
+// Winograd F(2x2, 3x3) convolution: 3x3 filters, stride 1, no dilation.
+//
+// The output of each image is cut into 2x2 blocks, "tiles"; a tile reads the
+// 4x4 input patch D that covers its four 3x3 windows. With V = B^T D B per
+// (input channel, tile) and U = G g G^T per (output channel, input channel),
+// a tile's output is A^T M A with M = the sum over input channels of U (.) V
+// (winograd_transforms.h). Grouped by the 16 points of the 4x4 transform,
+// that sum is 16 independent matrix products,
+//     M[xi] (K x tiles) = U[xi] (K x C) * V[xi] (C x tiles),
+// so the multiplications run as GEMMs, 16 per tile and channel pair instead
+// of the 36 of a 2x2 block computed directly: 2.25x fewer when P and Q are
+// even. The transforms are additions only.
+//
+// Tiles (numbered across the batch, image-major) go through in chunks, sized
+// so that one chunk's V and M stay in a core's L2 (kChunkBytes). Chunks are
+// dealt to lanes as images are in im2col_gemm: lane l takes chunks l, l+L,
+// ..., and each thread reuses one set of chunk buffers (run_lanes' slot).
+//
+// Passes:
+// - forward: y = A^T M A plus the bias, clipped where P or Q is odd.
+// - backward-data: dx is the correlation of dy with the filters flipped in
+//   both axes and transposed (C and K swap within each group), with padding
+//   2 - pad on each side: negative when pad > 2, so the tiles then start
+//   inside dy. That is a forward pass of the same machinery.
+// - backward-weights: dw = G^T [ sum over tiles of (A E A^T) (.) V ] G, with
+//   E the 2x2 block of dy at the tile: 16 GEMMs
+//   W[xi] (K x C) += E[xi] (K x tiles) * V[xi]^T per chunk, into one
+//   accumulator per lane, summed in lane order at the end, so the result
+//   does not depend on the thread count.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "cpu/conv/conv_common.h"
+#include "cpu/conv/eigen_maps.h"
+#include "cpu/conv/implementations.h"
+#include "cpu/conv/winograd_transforms.h"
+
+namespace convkit::cpu {
+namespace {
+
+using winograd::kPoints;
+
+constexpr std::int64_t kMaxLanes = 16;
+// One chunk's V and M (16 x (in + out channels) x tiles values): half of a
+// 1 MiB L2, leaving room for the filters' U and the output rows.
+constexpr std::size_t kChunkBytes = 512 * 1024;
+constexpr std::int64_t kMinChunkTiles = 16;   // wide enough to keep the GEMMs efficient
+constexpr std::int64_t kMaxChunkTiles = 512;  // bounds the per-chunk index tables
+
+// One stride-1 3x3 correlation as the tile loops see it: out_channels planes
+// of out_h x out_w from in_channels planes of in_h x in_w, where output
+// (p, q)'s window starts at input (p - off_h, q - off_w). Inputs outside the
+// plane are zeros.
+struct TileGeometry {
+  std::int64_t N, in_channels, out_channels, groups;
+  std::int64_t in_h, in_w, out_h, out_w;
+  std::int64_t off_h, off_w;
+  std::int64_t tiles_h, tiles_w;
+
+  TileGeometry(std::int64_t n, std::int64_t in, std::int64_t out, std::int64_t g, std::int64_t ih,
+               std::int64_t iw, std::int64_t oh, std::int64_t ow, std::int64_t offh, std::int64_t offw)
+      : N(n), in_channels(in), out_channels(out), groups(g), in_h(ih), in_w(iw), out_h(oh), out_w(ow),
+        off_h(offh), off_w(offw), tiles_h((oh + 1) / 2), tiles_w((ow + 1) / 2) {}
+  std::int64_t in_per_group() const { return in_channels / groups; }
+  std::int64_t out_per_group() const { return out_channels / groups; }
+  std::int64_t tiles() const { return N * tiles_h * tiles_w; }
+  // Elements of U (or of one weight-gradient accumulator): 16 x out x in/groups.
+  std::int64_t filter_elems() const { return kPoints * out_channels * in_per_group(); }
+};
+
+TileGeometry forward_geometry(const Conv2dDesc& d) {
+  return TileGeometry(d.N, d.C, d.K, d.groups, d.H, d.W, d.P(), d.Q(), d.pad_top, d.pad_left);
+}
+
+// dx[h] = sum over r of dy[h + pad - r] * w[r] = sum over r' of dy[h - (2 - pad) + r'] * w[2 - r'].
+TileGeometry backward_data_geometry(const Conv2dDesc& d) {
+  return TileGeometry(d.N, d.K, d.C, d.groups, d.P(), d.Q(), d.H, d.W, 2 - d.pad_top, 2 - d.pad_left);
+}
+
+struct WinogradPlan {
+  TileGeometry geo;
+  std::int64_t chunk = 0;  // tiles per chunk
+  std::int64_t lanes = 0;
+  std::int64_t chunks() const { return (geo.tiles() + chunk - 1) / chunk; }
+};
+
+template <typename T>
+struct WinogradBuffers {
+  T* filters = nullptr;       // U: 16 x out x in/groups (forward, backward-data)
+  T* inputs = nullptr;        // V: lanes x 16 x in x chunk
+  T* products = nullptr;      // M, or A E A^T in backward-weights: lanes x 16 x out x chunk
+  T* accumulators = nullptr;  // backward-weights: lanes x 16 x out x in/groups
+  std::size_t bytes = 0;
+};
+
+template <typename T>
+WinogradBuffers<T> carve_winograd(const WinogradPlan& plan, ConvPass pass, void* base) {
+  const TileGeometry& g = plan.geo;
+  const bool weights = pass == ConvPass::backward_weights;
+  WorkspaceCarver carver(base);
+  WinogradBuffers<T> out;
+  if (!weights) out.filters = carver.take<T>(static_cast<std::size_t>(g.filter_elems()));
+  out.inputs = carver.take<T>(static_cast<std::size_t>(plan.lanes * kPoints * g.in_channels * plan.chunk));
+  out.products = carver.take<T>(static_cast<std::size_t>(plan.lanes * kPoints * g.out_channels * plan.chunk));
+  if (weights) out.accumulators = carver.take<T>(static_cast<std::size_t>(plan.lanes * g.filter_elems()));
+  out.bytes = carver.bytes();
+  return out;
+}
+
+// Chunk size and lanes: like the lanes of im2col_gemm they depend only on
+// the descriptor and dtype, so workspace_bytes() is exact. Under a tight
+// workspace_limit the lanes go first, then the chunk shrinks, down to one
+// tile.
+template <typename T>
+WinogradPlan plan_winograd(const Conv2dDesc& d, ConvPass pass) {
+  WinogradPlan plan{pass == ConvPass::backward_data ? backward_data_geometry(d) : forward_geometry(d)};
+  const TileGeometry& g = plan.geo;
+  const auto tile_bytes = static_cast<std::int64_t>(kPoints * (g.in_channels + g.out_channels) * sizeof(T));
+  plan.chunk = std::clamp(static_cast<std::int64_t>(kChunkBytes) / tile_bytes, kMinChunkTiles, kMaxChunkTiles);
+  plan.chunk = std::min(plan.chunk, g.tiles());
+  auto fits = [&] { return carve_winograd<T>(plan, pass, nullptr).bytes <= d.workspace_limit; };
+  for (plan.lanes = std::min(plan.chunks(), kMaxLanes); plan.lanes > 1; --plan.lanes) {
+    if (fits()) return plan;
+  }
+  while (!fits() && plan.chunk > 1) plan.chunk /= 2;
+  if (fits()) return plan;
+  CK_FAIL(conv_op_name(ConvAlgo::winograd, pass), ": one tile needs ", carve_winograd<T>(plan, pass, nullptr).bytes,
+          " bytes of workspace (", kPoints, " points x ", g.in_channels, "+", g.out_channels, " channels of ",
+          dtype_of<T>::value, ", plus the filters' transform) but workspace_limit is ", d.workspace_limit,
+          " bytes; raise Conv2dDesc::workspace_limit or use im2col_gemm or direct; descriptor: ", d.str());
+}
+
+// U[xi][grp][o][i] = (G f G^T)[xi] for the filter the pass's correlation
+// applies to input channel i of group grp for output channel o. Forward: f is
+// w[grp*outg + o][i]. Backward-data: f is w[grp*ing + i][o] rotated by 180
+// degrees (the correlation runs from K channels of dy to C channels of dx).
+template <typename T>
+void transform_filters(const TileGeometry& g, const T* w, bool rotate_and_transpose, T* U) {
+  const std::int64_t ing = g.in_per_group(), outg = g.out_per_group();
+  for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+    for (std::int64_t o = 0; o < outg; ++o) {
+      for (std::int64_t i = 0; i < ing; ++i) {
+        T f[9], u[kPoints];
+        if (rotate_and_transpose) {
+          const T* src = w + ((grp * ing + i) * outg + o) * 9;
+          for (int k = 0; k < 9; ++k) f[k] = src[8 - k];
+        } else {
+          const T* src = w + ((grp * outg + o) * ing + i) * 9;
+          std::copy(src, src + 9, f);
+        }
+        winograd::filter_transform(f, u);
+        for (int xi = 0; xi < kPoints; ++xi) U[((xi * g.groups + grp) * outg + o) * ing + i] = u[xi];
+      }
+    }
+  }
+}
+
+// The tiles t0 .. t0+count-1 of a chunk as runs of adjacent tiles in one
+// tile row of one image. The transforms work a run at a time: its rows of
+// input are contiguous, so a run's tiles are transformed side by side in SIMD
+// lanes, and write each point's values for consecutive tiles contiguously.
+struct TileRun {
+  std::int64_t j0, count;  // chunk columns j0 .. j0+count-1
+  std::int64_t image, p, q;  // first output row and column of the first tile
+};
+struct ChunkTiles {
+  TileRun runs[kMaxChunkTiles];
+  std::int64_t n_runs = 0, count;
+  ChunkTiles(const TileGeometry& g, std::int64_t t0, std::int64_t n_tiles) : count(n_tiles) {
+    const std::int64_t per_image = g.tiles_h * g.tiles_w;
+    for (std::int64_t j = 0; j < count;) {
+      const std::int64_t t = t0 + j, in_image = t % per_image, tw = in_image % g.tiles_w;
+      const std::int64_t length = std::min(g.tiles_w - tw, count - j);
+      runs[n_runs++] = {j, length, t / per_image, 2 * (in_image / g.tiles_w), 2 * tw};
+      j += length;
+    }
+  }
+};
+
+// Rows h0 .. h0+rows-1, columns w0 .. w0+width-1 of a plane, with zeros
+// outside it, into out[rows][kRowCapacity].
+constexpr std::int64_t kRowCapacity = 2 * kMaxChunkTiles + 2;
+template <typename T>
+void copy_padded_rows(const T* plane, std::int64_t height, std::int64_t width_of_plane, std::int64_t h0,
+                      std::int64_t w0, int rows, std::int64_t width, T (*out)[kRowCapacity]) {
+  const std::int64_t begin = std::clamp<std::int64_t>(-w0, 0, width);
+  const std::int64_t end = std::clamp<std::int64_t>(width_of_plane - w0, begin, width);
+  for (int a = 0; a < rows; ++a) {
+    T* row = out[a];
+    const std::int64_t h = h0 + a;
+    if (h < 0 || h >= height) {
+      std::fill(row, row + width, T(0));
+      continue;
+    }
+    std::fill(row, row + begin, T(0));
+    std::copy(plane + h * width_of_plane + w0 + begin, plane + h * width_of_plane + w0 + end, row + begin);
+    std::fill(row + end, row + width, T(0));
+  }
+}
+
+// The transforms below apply the 1-D transforms of winograd_transforms.h
+// in two stages across a run of tiles, first along each row of the tiles,
+// then down each column, with the run's tiles as the inner loop. Each stage
+// is then one loop of identical arithmetic over adjacent tiles, which the
+// compiler turns into SIMD; transforming tile by tile keeps the values of a
+// tile together and leaves SIMD only within a tile, where it needs a shuffle
+// for every store (about 2x slower end to end, measured on conv2 of
+// cifar10-cnn). `row_stage[i][k][j]` holds entry k of the 1-D transform of
+// row i of tile j.
+template <typename T>
+using RowStage = T[4][4][kMaxChunkTiles];
+
+// V[xi][c][j] = (B^T D B)[xi] for the 4x4 patch D of input channel c under
+// tile j of the chunk. Patches that cross the plane's edge read zeros there.
+template <typename T>
+void transform_inputs(const TileGeometry& g, const T* in, const ChunkTiles& tiles, std::int64_t chunk, T* V) {
+  const std::int64_t point_stride = g.in_channels * chunk;
+  const std::int64_t plane = g.in_h * g.in_w;
+  alignas(64) T rows[4][kRowCapacity];
+  alignas(64) RowStage<T> stage;
+  for (std::int64_t r = 0; r < tiles.n_runs; ++r) {
+    const TileRun& run = tiles.runs[r];
+    const std::int64_t n = run.count;
+    for (std::int64_t c = 0; c < g.in_channels; ++c) {
+      copy_padded_rows(in + (run.image * g.in_channels + c) * plane, g.in_h, g.in_w, run.p - g.off_h,
+                       run.q - g.off_w, 4, 2 * n + 2, rows);
+      for (int i = 0; i < 4; ++i) {  // D B, row by row: B^T applied to each row
+        const T* row = rows[i];
+        for (std::int64_t j = 0; j < n; ++j) {
+          const T d[4] = {row[2 * j], row[2 * j + 1], row[2 * j + 2], row[2 * j + 3]};
+          T out[4];
+          winograd::input_1d(d, out);
+          for (int k = 0; k < 4; ++k) stage[i][k][j] = out[k];
+        }
+      }
+      T* dst = V + c * chunk + run.j0;
+      for (int k = 0; k < 4; ++k) {  // B^T (D B), column by column
+        for (std::int64_t j = 0; j < n; ++j) {
+          const T d[4] = {stage[0][k][j], stage[1][k][j], stage[2][k][j], stage[3][k][j]};
+          T out[4];
+          winograd::input_1d(d, out);
+          for (int i = 0; i < 4; ++i) dst[(i * 4 + k) * point_stride + j] = out[i];
+        }
+      }
+    }
+  }
+}
+
+// Eh[xi][k][j] = (A E A^T)[xi] for the 2x2 block E of output-gradient
+// channel k at tile j; where P or Q is odd the block's outside half is zero.
+template <typename T>
+void transform_output_gradients(const TileGeometry& g, const T* dy, const ChunkTiles& tiles, std::int64_t chunk,
+                                T* Eh) {
+  const std::int64_t point_stride = g.out_channels * chunk;
+  const std::int64_t plane = g.out_h * g.out_w;
+  alignas(64) T rows[2][kRowCapacity];
+  alignas(64) RowStage<T> stage;
+  for (std::int64_t r = 0; r < tiles.n_runs; ++r) {
+    const TileRun& run = tiles.runs[r];
+    const std::int64_t n = run.count;
+    for (std::int64_t k = 0; k < g.out_channels; ++k) {
+      copy_padded_rows(dy + (run.image * g.out_channels + k) * plane, g.out_h, g.out_w, run.p, run.q, 2, 2 * n,
+                       rows);
+      for (int i = 0; i < 2; ++i) {  // E A^T, row by row
+        const T* row = rows[i];
+        for (std::int64_t j = 0; j < n; ++j) {
+          const T e[2] = {row[2 * j], row[2 * j + 1]};
+          T out[4];
+          winograd::output_gradient_1d(e, out);
+          for (int b = 0; b < 4; ++b) stage[i][b][j] = out[b];
+        }
+      }
+      T* dst = Eh + k * chunk + run.j0;
+      for (int b = 0; b < 4; ++b) {  // A (E A^T), column by column
+        for (std::int64_t j = 0; j < n; ++j) {
+          const T e[2] = {stage[0][b][j], stage[1][b][j]};
+          T out[4];
+          winograd::output_gradient_1d(e, out);
+          for (int a = 0; a < 4; ++a) dst[(a * 4 + b) * point_stride + j] = out[a];
+        }
+      }
+    }
+  }
+}
+
+// out = A^T M A (+ bias) for every output channel and tile of the chunk,
+// writing only the positions inside the plane.
+template <typename T>
+void transform_outputs(const TileGeometry& g, const T* M, const ChunkTiles& tiles, std::int64_t chunk, const T* bias,
+                       T* out) {
+  const std::int64_t point_stride = g.out_channels * chunk;
+  const std::int64_t plane = g.out_h * g.out_w;
+  alignas(64) T rows[2][kRowCapacity];
+  alignas(64) RowStage<T> stage;
+  for (std::int64_t r = 0; r < tiles.n_runs; ++r) {
+    const TileRun& run = tiles.runs[r];
+    const std::int64_t n = run.count;
+    const int n_rows = static_cast<int>(std::min<std::int64_t>(2, g.out_h - run.p));
+    const std::int64_t width = std::min(2 * n, g.out_w - run.q);
+    for (std::int64_t k = 0; k < g.out_channels; ++k) {
+      const T bias_k = bias != nullptr ? bias[k] : T(0);
+      const T* src = M + k * chunk + run.j0;
+      for (int b = 0; b < 4; ++b) {  // A^T M, column by column
+        for (std::int64_t j = 0; j < n; ++j) {
+          const T m[4] = {src[b * point_stride + j], src[(4 + b) * point_stride + j],
+                          src[(8 + b) * point_stride + j], src[(12 + b) * point_stride + j]};
+          T y[2];
+          winograd::output_1d(m, y);
+          stage[0][b][j] = y[0];
+          stage[1][b][j] = y[1];
+        }
+      }
+      for (int a = 0; a < 2; ++a) {  // (A^T M) A, row by row
+        T* row = rows[a];
+        for (std::int64_t j = 0; j < n; ++j) {
+          const T m[4] = {stage[a][0][j], stage[a][1][j], stage[a][2][j], stage[a][3][j]};
+          T y[2];
+          winograd::output_1d(m, y);
+          row[2 * j] = y[0] + bias_k;
+          row[2 * j + 1] = y[1] + bias_k;
+        }
+      }
+      T* dst = out + (run.image * g.out_channels + k) * plane + run.p * g.out_w + run.q;
+      for (int a = 0; a < n_rows; ++a) std::copy(rows[a], rows[a] + width, dst + a * g.out_w);
+    }
+  }
+}
+
+// M[xi] = U[xi] * V[xi] for each point and group: (outg x ing) * (ing x count).
+template <typename T>
+void multiply_points(const TileGeometry& g, const T* U, const T* V, std::int64_t count, std::int64_t chunk, T* M) {
+  const std::int64_t ing = g.in_per_group(), outg = g.out_per_group();
+  const Eigen::OuterStride<> stride(chunk);
+  for (int xi = 0; xi < kPoints; ++xi) {
+    for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+      ConstMatrixMap<T> u(U + (xi * g.groups + grp) * outg * ing, outg, ing);
+      ConstStridedMatrixMap<T> v(V + (xi * g.in_channels + grp * ing) * chunk, ing, count, stride);
+      StridedMatrixMap<T> m(M + (xi * g.out_channels + grp * outg) * chunk, outg, count, stride);
+      m.noalias() = u * v;
+    }
+  }
+}
+
+// W[xi] += Eh[xi] * V[xi]^T for each point and group: (outg x count) * (count x ing).
+template <typename T>
+void accumulate_points(const TileGeometry& g, const T* Eh, const T* V, std::int64_t count, std::int64_t chunk, T* W) {
+  const std::int64_t ing = g.in_per_group(), outg = g.out_per_group();
+  const Eigen::OuterStride<> stride(chunk);
+  for (int xi = 0; xi < kPoints; ++xi) {
+    for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+      MatrixMap<T> w(W + (xi * g.groups + grp) * outg * ing, outg, ing);
+      ConstStridedMatrixMap<T> e(Eh + (xi * g.out_channels + grp * outg) * chunk, outg, count, stride);
+      ConstStridedMatrixMap<T> v(V + (xi * g.in_channels + grp * ing) * chunk, ing, count, stride);
+      w.noalias() += e * v.transpose();
+    }
+  }
+}
+
+// The correlation of `plan.geo` (forward, or backward-data as a forward pass).
+template <typename T>
+void winograd_correlate(const Conv2dDesc& d, ConvPass pass, const T* in, const T* w, const T* bias, T* out,
+                        void* workspace) {
+  const WinogradPlan plan = plan_winograd<T>(d, pass);
+  const TileGeometry& g = plan.geo;
+  const WinogradBuffers<T> buffers = carve_winograd<T>(plan, pass, workspace);
+  transform_filters(g, w, pass == ConvPass::backward_data, buffers.filters);
+  run_lanes(plan.lanes, worth_parallelising(d), [&](std::int64_t lane, std::int64_t slot, bool /*inner*/) {
+    T* V = buffers.inputs + slot * kPoints * g.in_channels * plan.chunk;
+    T* M = buffers.products + slot * kPoints * g.out_channels * plan.chunk;
+    for (std::int64_t c = lane; c < plan.chunks(); c += plan.lanes) {
+      const std::int64_t t0 = c * plan.chunk;
+      const ChunkTiles tiles(g, t0, std::min(plan.chunk, g.tiles() - t0));
+      transform_inputs(g, in, tiles, plan.chunk, V);
+      multiply_points(g, buffers.filters, V, tiles.count, plan.chunk, M);
+      transform_outputs(g, M, tiles, plan.chunk, bias, out);
+    }
+  });
+}
+
+template <typename T>
+void winograd_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, T* dw, T* db, void* workspace) {
+  const WinogradPlan plan = plan_winograd<T>(d, ConvPass::backward_weights);
+  const TileGeometry& g = plan.geo;
+  const WinogradBuffers<T> buffers = carve_winograd<T>(plan, ConvPass::backward_weights, workspace);
+  const std::int64_t filter_elems = g.filter_elems();
+  run_lanes(plan.lanes, worth_parallelising(d), [&](std::int64_t lane, std::int64_t slot, bool /*inner*/) {
+    T* V = buffers.inputs + slot * kPoints * g.in_channels * plan.chunk;
+    T* Eh = buffers.products + slot * kPoints * g.out_channels * plan.chunk;
+    T* W = buffers.accumulators + lane * filter_elems;
+    std::fill(W, W + filter_elems, T(0));
+    for (std::int64_t c = lane; c < plan.chunks(); c += plan.lanes) {
+      const std::int64_t t0 = c * plan.chunk;
+      const ChunkTiles tiles(g, t0, std::min(plan.chunk, g.tiles() - t0));
+      transform_inputs(g, x, tiles, plan.chunk, V);
+      transform_output_gradients(g, dy, tiles, plan.chunk, Eh);
+      accumulate_points(g, Eh, V, tiles.count, plan.chunk, W);
+    }
+  });
+  T* W = buffers.accumulators;  // lane 0's, which receives the others in lane order
+  for (std::int64_t lane = 1; lane < plan.lanes; ++lane) {
+    const T* other = buffers.accumulators + lane * filter_elems;
+    for (std::int64_t i = 0; i < filter_elems; ++i) W[i] += other[i];
+  }
+  const std::int64_t ing = g.in_per_group(), outg = g.out_per_group();
+  for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+    for (std::int64_t o = 0; o < outg; ++o) {
+      for (std::int64_t i = 0; i < ing; ++i) {
+        T points[kPoints];
+        for (int xi = 0; xi < kPoints; ++xi) points[xi] = W[((xi * g.groups + grp) * outg + o) * ing + i];
+        winograd::weight_gradient_transform(points, dw + ((grp * outg + o) * ing + i) * 9);
+      }
+    }
+  }
+  if (db != nullptr) bias_gradient<T>(d, dy, db);
+}
+
+class WinogradConv final : public ConvAlgorithm {
+ public:
+  ConvAlgo algo() const override { return ConvAlgo::winograd; }
+
+  Support supports(const Conv2dDesc& desc) const override {
+    try {
+      desc.validate("conv2d (cpu, winograd)");
+    } catch (const Error& e) {
+      return Support::no(e.what());
+    }
+    if (desc.R != 3 || desc.S != 3) {
+      return Support::no(detail::concat("winograd F(2x2,3x3) supports 3x3 filters only (got ", desc.R, "x", desc.S,
+                                        "); use im2col_gemm, fft or direct"));
+    }
+    if (desc.stride_h != 1 || desc.stride_w != 1) {
+      return Support::no(detail::concat("winograd computes 2x2 blocks of adjacent outputs, so it supports "
+                                        "stride 1 only (got stride ",
+                                        desc.stride_h, "x", desc.stride_w, "); use im2col_gemm or direct"));
+    }
+    if (desc.dilation_h != 1 || desc.dilation_w != 1) {
+      return Support::no(detail::concat("winograd supports dilation 1 only (got dilation ", desc.dilation_h, "x",
+                                        desc.dilation_w, "); use im2col_gemm, fft or direct"));
+    }
+    return Support::yes();
+  }
+
+  std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const override {
+    const Support support = supports(desc);
+    CK_CHECK(support.ok, conv_op_name(algo(), pass), ": not supported: ", support.reason, "; descriptor: ", desc.str());
+    std::size_t bytes = 0;
+    dispatch_floating(dtype, [&]<typename T>() {
+      bytes = carve_winograd<T>(plan_winograd<T>(desc, pass), pass, nullptr).bytes;
+    });
+    return bytes;
+  }
+
+  void forward(const Conv2dDesc& desc, DType dtype, const void* x, const void* w, const void* b, void* y,
+               void* workspace) const override {
+    check_conv_call(*this, desc, dtype, ConvPass::forward, {{x, "x"}, {w, "w"}, {y, "y"}}, workspace);
+    dispatch_floating(dtype, [&]<typename T>() {
+      winograd_correlate<T>(desc, ConvPass::forward, static_cast<const T*>(x), static_cast<const T*>(w),
+                            static_cast<const T*>(b), static_cast<T*>(y), workspace);
+    });
+  }
+
+  void backward_data(const Conv2dDesc& desc, DType dtype, const void* dy, const void* w, void* dx,
+                     void* workspace) const override {
+    check_conv_call(*this, desc, dtype, ConvPass::backward_data, {{dy, "dy"}, {w, "w"}, {dx, "dx"}}, workspace);
+    dispatch_floating(dtype, [&]<typename T>() {
+      winograd_correlate<T>(desc, ConvPass::backward_data, static_cast<const T*>(dy), static_cast<const T*>(w),
+                            static_cast<const T*>(nullptr), static_cast<T*>(dx), workspace);
+    });
+  }
+
+  void backward_weights(const Conv2dDesc& desc, DType dtype, const void* x, const void* dy, void* dw, void* db,
+                        void* workspace) const override {
+    check_conv_call(*this, desc, dtype, ConvPass::backward_weights, {{x, "x"}, {dy, "dy"}, {dw, "dw"}}, workspace);
+    dispatch_floating(dtype, [&]<typename T>() {
+      winograd_backward_weights<T>(desc, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dw),
+                                   static_cast<T*>(db), workspace);
+    });
+  }
+};
+
+}  // namespace
+
+const ConvAlgorithm& winograd_conv_algorithm() {
+  static const WinogradConv instance;
+  return instance;
+}
+
+}  // namespace convkit::cpu
