@@ -13,6 +13,10 @@
 //
 // usage: compare_libtorch [--models a,b] [--batches 32,128] [--rounds R]
 //                         [--steps S] [--threads T] [--json FILE]
+//                         [--conv-algo automatic|direct|im2col_gemm|fft|winograd]
+// --conv-algo sets every convkit convolution's algorithm (default automatic,
+// the heuristic); where an algorithm cannot run a layer, training fails with
+// the reason.
 #include <omp.h>
 #include <torch/torch.h>
 
@@ -40,6 +44,7 @@ struct Options {
   std::vector<std::int64_t> batches{32, 128};
   int rounds = 5, steps = 5, threads = 2, warmup = 2;
   std::string json;
+  convkit::ConvAlgo conv_algo = convkit::ConvAlgo::automatic;
 };
 
 // The network descriptions, one per library. Every layer is the same: the
@@ -143,10 +148,11 @@ class TorchSide : public Side {
 
 class ConvkitSide : public Side {
  public:
-  ConvkitSide(const Network& n, std::int64_t batch)
+  ConvkitSide(const Network& n, std::int64_t batch, convkit::ConvAlgo algo)
       : net_(n.convkit_spec.empty() ? convkit::models::create(n.name)
                                     : convkit::nn::build_module(n.convkit_spec)),
         opt_(net_->parameters(), convkit::optim::SGDOptions(0.01).momentum(0.9)) {
+    convkit::nn::set_conv_algo(*net_, algo);
     std::vector<std::int64_t> shape{batch};
     shape.insert(shape.end(), n.input.begin(), n.input.end());
     x_ = convkit::uniform(convkit::Shape(shape), 0, 1);
@@ -192,7 +198,7 @@ struct Row {
 
 Row compare(const Network& n, std::int64_t batch, const Options& o) {
   TorchSide torch_side(n, batch);
-  ConvkitSide convkit_side(n, batch);
+  ConvkitSide convkit_side(n, batch, o.conv_algo);
   if (torch_side.parameters() != convkit_side.parameters()) {
     std::ostringstream msg;
     msg << n.name << ": the two networks differ: libtorch has " << torch_side.parameters()
@@ -246,6 +252,8 @@ Options parse(int argc, char** argv) {
       o.threads = positive(value());
     } else if (a == "--json") {
       o.json = value();
+    } else if (a == "--conv-algo") {
+      o.conv_algo = convkit::parse_conv_algo(value());
     } else {
       throw std::runtime_error("unknown argument '" + a + "' (see the comment at the top of compare_libtorch.cpp)");
     }
@@ -285,9 +293,9 @@ int main(int argc, char** argv) try {
   omp_set_num_threads(o.threads);
   const char* preload = std::getenv("LD_PRELOAD");
   const char* openblas = std::getenv("OPENBLAS_NUM_THREADS");
-  std::printf("libtorch %s (threads %d, LD_PRELOAD=%s, OPENBLAS_NUM_THREADS=%s) vs convkit %s (threads %d)\n",
+  std::printf("libtorch %s (threads %d, LD_PRELOAD=%s, OPENBLAS_NUM_THREADS=%s) vs convkit %s (threads %d, conv algo %s)\n",
               TORCH_VERSION, torch::get_num_threads(), preload ? preload : "", openblas ? openblas : "",
-              CONVKIT_VERSION_STRING, o.threads);
+              CONVKIT_VERSION_STRING, o.threads, std::string(convkit::conv_algo_name(o.conv_algo)).c_str());
   std::printf("%d alternating rounds of %d steps each (after %d warm-up steps); median images/s\n\n", o.rounds,
               o.steps, o.warmup);
   std::printf("%-16s %6s %10s %14s %14s %8s\n", "model", "batch", "params", "libtorch im/s", "convkit im/s",
@@ -305,7 +313,8 @@ int main(int argc, char** argv) try {
     }
   std::ostringstream js;
   js << "{\"libtorch\": \"" << TORCH_VERSION << "\", \"threads\": " << o.threads << ", \"rounds\": " << o.rounds
-     << ", \"steps\": " << o.steps << ", \"tcmalloc\": " << (preload && std::string(preload).find("tcmalloc") != std::string::npos ? "true" : "false")
+     << ", \"steps\": " << o.steps << ", \"conv_algo\": \"" << convkit::conv_algo_name(o.conv_algo)
+     << "\", \"tcmalloc\": " << (preload && std::string(preload).find("tcmalloc") != std::string::npos ? "true" : "false")
      << ", \"results\": [";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];

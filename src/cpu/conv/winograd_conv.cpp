@@ -44,7 +44,7 @@ using winograd::kPoints;
 constexpr std::int64_t kMaxLanes = 16;
 // One chunk's V and M (16 x (in + out channels) x tiles values): half of a
 // 1 MiB L2, leaving room for the filters' U and the output rows.
-constexpr std::size_t kChunkBytes = 512 * 1024;
+constexpr std::size_t kChunkBytes = 1024 * 1024;
 constexpr std::int64_t kMinChunkTiles = 16;   // wide enough to keep the GEMMs efficient
 constexpr std::int64_t kMaxChunkTiles = 512;  // bounds the per-chunk index tables
 
@@ -179,15 +179,21 @@ struct ChunkTiles {
 };
 
 // Rows h0 .. h0+rows-1, columns w0 .. w0+width-1 of a plane, with zeros
-// outside it, into out[rows][kRowCapacity].
+// outside it: pointers straight into the plane when the window lies inside
+// it (most runs of a large image), else into a zero-padded copy in `scratch`.
 constexpr std::int64_t kRowCapacity = 2 * kMaxChunkTiles + 2;
-template <typename T>
-void copy_padded_rows(const T* plane, std::int64_t height, std::int64_t width_of_plane, std::int64_t h0,
-                      std::int64_t w0, int rows, std::int64_t width, T (*out)[kRowCapacity]) {
+template <typename T, int Rows>
+void window_rows(const T* plane, std::int64_t height, std::int64_t width_of_plane, std::int64_t h0, std::int64_t w0,
+                 std::int64_t width, T (*scratch)[kRowCapacity], const T* (&rows)[Rows]) {
+  if (h0 >= 0 && w0 >= 0 && h0 + Rows <= height && w0 + width <= width_of_plane) {
+    for (int a = 0; a < Rows; ++a) rows[a] = plane + (h0 + a) * width_of_plane + w0;
+    return;
+  }
   const std::int64_t begin = std::clamp<std::int64_t>(-w0, 0, width);
   const std::int64_t end = std::clamp<std::int64_t>(width_of_plane - w0, begin, width);
-  for (int a = 0; a < rows; ++a) {
-    T* row = out[a];
+  for (int a = 0; a < Rows; ++a) {
+    T* row = scratch[a];
+    rows[a] = row;
     const std::int64_t h = h0 + a;
     if (h < 0 || h >= height) {
       std::fill(row, row + width, T(0));
@@ -200,14 +206,16 @@ void copy_padded_rows(const T* plane, std::int64_t height, std::int64_t width_of
 }
 
 // The transforms below apply the 1-D transforms of winograd_transforms.h
-// in two stages across a run of tiles, first along each row of the tiles,
-// then down each column, with the run's tiles as the inner loop. Each stage
-// is then one loop of identical arithmetic over adjacent tiles, which the
-// compiler turns into SIMD; transforming tile by tile keeps the values of a
-// tile together and leaves SIMD only within a tile, where it needs a shuffle
-// for every store (about 2x slower end to end, measured on conv2 of
-// cifar10-cnn). `row_stage[i][k][j]` holds entry k of the 1-D transform of
-// row i of tile j.
+// in two stages, with tiles as the inner loop: along the rows of each run's
+// tiles (reading the image rows, two columns apart from tile to tile), and
+// down the columns across all the tiles of the chunk at once. Each stage is
+// a loop of identical arithmetic over adjacent tiles, which the compiler
+// turns into SIMD. Transforming tile by tile instead leaves SIMD only within
+// a tile, with a shuffle for every store, and runs half as fast end to end
+// (conv2 of cifar10-cnn); running the column stage per run instead of per
+// chunk leaves short loops (7 to 16 tiles on cifar10's layers) mostly in
+// their scalar remainders. `stage[i][k][j]` holds entry k of the 1-D
+// transform of row i of tile j.
 template <typename T>
 using RowStage = T[4][4][kMaxChunkTiles];
 
@@ -217,31 +225,32 @@ template <typename T>
 void transform_inputs(const TileGeometry& g, const T* in, const ChunkTiles& tiles, std::int64_t chunk, T* V) {
   const std::int64_t point_stride = g.in_channels * chunk;
   const std::int64_t plane = g.in_h * g.in_w;
-  alignas(64) T rows[4][kRowCapacity];
+  alignas(64) T scratch[4][kRowCapacity];
   alignas(64) RowStage<T> stage;
-  for (std::int64_t r = 0; r < tiles.n_runs; ++r) {
-    const TileRun& run = tiles.runs[r];
-    const std::int64_t n = run.count;
-    for (std::int64_t c = 0; c < g.in_channels; ++c) {
-      copy_padded_rows(in + (run.image * g.in_channels + c) * plane, g.in_h, g.in_w, run.p - g.off_h,
-                       run.q - g.off_w, 4, 2 * n + 2, rows);
-      for (int i = 0; i < 4; ++i) {  // D B, row by row: B^T applied to each row
+  for (std::int64_t c = 0; c < g.in_channels; ++c) {
+    for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // D B, row by row: B^T applied to each row
+      const TileRun& run = tiles.runs[r];
+      const T* rows[4];
+      window_rows(in + (run.image * g.in_channels + c) * plane, g.in_h, g.in_w, run.p - g.off_h, run.q - g.off_w,
+                  2 * run.count + 2, scratch, rows);
+      for (int i = 0; i < 4; ++i) {
         const T* row = rows[i];
-        for (std::int64_t j = 0; j < n; ++j) {
+        T* out = &stage[i][0][run.j0];
+        for (std::int64_t j = 0; j < run.count; ++j) {
           const T d[4] = {row[2 * j], row[2 * j + 1], row[2 * j + 2], row[2 * j + 3]};
-          T out[4];
-          winograd::input_1d(d, out);
-          for (int k = 0; k < 4; ++k) stage[i][k][j] = out[k];
+          T v[4];
+          winograd::input_1d(d, v);
+          for (int k = 0; k < 4; ++k) out[k * kMaxChunkTiles + j] = v[k];
         }
       }
-      T* dst = V + c * chunk + run.j0;
-      for (int k = 0; k < 4; ++k) {  // B^T (D B), column by column
-        for (std::int64_t j = 0; j < n; ++j) {
-          const T d[4] = {stage[0][k][j], stage[1][k][j], stage[2][k][j], stage[3][k][j]};
-          T out[4];
-          winograd::input_1d(d, out);
-          for (int i = 0; i < 4; ++i) dst[(i * 4 + k) * point_stride + j] = out[i];
-        }
+    }
+    T* dst = V + c * chunk;
+    for (int k = 0; k < 4; ++k) {  // B^T (D B), column by column
+      for (std::int64_t j = 0; j < tiles.count; ++j) {
+        const T d[4] = {stage[0][k][j], stage[1][k][j], stage[2][k][j], stage[3][k][j]};
+        T v[4];
+        winograd::input_1d(d, v);
+        for (int i = 0; i < 4; ++i) dst[(i * 4 + k) * point_stride + j] = v[i];
       }
     }
   }
@@ -254,31 +263,32 @@ void transform_output_gradients(const TileGeometry& g, const T* dy, const ChunkT
                                 T* Eh) {
   const std::int64_t point_stride = g.out_channels * chunk;
   const std::int64_t plane = g.out_h * g.out_w;
-  alignas(64) T rows[2][kRowCapacity];
+  alignas(64) T scratch[2][kRowCapacity];
   alignas(64) RowStage<T> stage;
-  for (std::int64_t r = 0; r < tiles.n_runs; ++r) {
-    const TileRun& run = tiles.runs[r];
-    const std::int64_t n = run.count;
-    for (std::int64_t k = 0; k < g.out_channels; ++k) {
-      copy_padded_rows(dy + (run.image * g.out_channels + k) * plane, g.out_h, g.out_w, run.p, run.q, 2, 2 * n,
-                       rows);
-      for (int i = 0; i < 2; ++i) {  // E A^T, row by row
+  for (std::int64_t k = 0; k < g.out_channels; ++k) {
+    for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // E A^T, row by row
+      const TileRun& run = tiles.runs[r];
+      const T* rows[2];
+      window_rows(dy + (run.image * g.out_channels + k) * plane, g.out_h, g.out_w, run.p, run.q, 2 * run.count,
+                  scratch, rows);
+      for (int i = 0; i < 2; ++i) {
         const T* row = rows[i];
-        for (std::int64_t j = 0; j < n; ++j) {
+        T* out = &stage[i][0][run.j0];
+        for (std::int64_t j = 0; j < run.count; ++j) {
           const T e[2] = {row[2 * j], row[2 * j + 1]};
-          T out[4];
-          winograd::output_gradient_1d(e, out);
-          for (int b = 0; b < 4; ++b) stage[i][b][j] = out[b];
+          T v[4];
+          winograd::output_gradient_1d(e, v);
+          for (int b = 0; b < 4; ++b) out[b * kMaxChunkTiles + j] = v[b];
         }
       }
-      T* dst = Eh + k * chunk + run.j0;
-      for (int b = 0; b < 4; ++b) {  // A (E A^T), column by column
-        for (std::int64_t j = 0; j < n; ++j) {
-          const T e[2] = {stage[0][b][j], stage[1][b][j]};
-          T out[4];
-          winograd::output_gradient_1d(e, out);
-          for (int a = 0; a < 4; ++a) dst[(a * 4 + b) * point_stride + j] = out[a];
-        }
+    }
+    T* dst = Eh + k * chunk;
+    for (int b = 0; b < 4; ++b) {  // A (E A^T), column by column
+      for (std::int64_t j = 0; j < tiles.count; ++j) {
+        const T e[2] = {stage[0][b][j], stage[1][b][j]};
+        T v[4];
+        winograd::output_gradient_1d(e, v);
+        for (int a = 0; a < 4; ++a) dst[(a * 4 + b) * point_stride + j] = v[a];
       }
     }
   }
@@ -291,38 +301,41 @@ void transform_outputs(const TileGeometry& g, const T* M, const ChunkTiles& tile
                        T* out) {
   const std::int64_t point_stride = g.out_channels * chunk;
   const std::int64_t plane = g.out_h * g.out_w;
-  alignas(64) T rows[2][kRowCapacity];
+  alignas(64) T scratch[2][kRowCapacity];
   alignas(64) RowStage<T> stage;
-  for (std::int64_t r = 0; r < tiles.n_runs; ++r) {
-    const TileRun& run = tiles.runs[r];
-    const std::int64_t n = run.count;
-    const int n_rows = static_cast<int>(std::min<std::int64_t>(2, g.out_h - run.p));
-    const std::int64_t width = std::min(2 * n, g.out_w - run.q);
-    for (std::int64_t k = 0; k < g.out_channels; ++k) {
-      const T bias_k = bias != nullptr ? bias[k] : T(0);
-      const T* src = M + k * chunk + run.j0;
-      for (int b = 0; b < 4; ++b) {  // A^T M, column by column
-        for (std::int64_t j = 0; j < n; ++j) {
-          const T m[4] = {src[b * point_stride + j], src[(4 + b) * point_stride + j],
-                          src[(8 + b) * point_stride + j], src[(12 + b) * point_stride + j]};
-          T y[2];
-          winograd::output_1d(m, y);
-          stage[0][b][j] = y[0];
-          stage[1][b][j] = y[1];
-        }
+  for (std::int64_t k = 0; k < g.out_channels; ++k) {
+    const T bias_k = bias != nullptr ? bias[k] : T(0);
+    const T* src = M + k * chunk;
+    for (int b = 0; b < 4; ++b) {  // A^T M, column by column
+      for (std::int64_t j = 0; j < tiles.count; ++j) {
+        const T m[4] = {src[b * point_stride + j], src[(4 + b) * point_stride + j], src[(8 + b) * point_stride + j],
+                        src[(12 + b) * point_stride + j]};
+        T y[2];
+        winograd::output_1d(m, y);
+        stage[0][b][j] = y[0];
+        stage[1][b][j] = y[1];
       }
-      for (int a = 0; a < 2; ++a) {  // (A^T M) A, row by row
-        T* row = rows[a];
-        for (std::int64_t j = 0; j < n; ++j) {
-          const T m[4] = {stage[a][0][j], stage[a][1][j], stage[a][2][j], stage[a][3][j]};
+    }
+    for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // (A^T M) A, row by row
+      const TileRun& run = tiles.runs[r];
+      const int n_rows = static_cast<int>(std::min<std::int64_t>(2, g.out_h - run.p));
+      const std::int64_t width = std::min(2 * run.count, g.out_w - run.q);
+      // The run's 2 x 2n outputs go straight to `out` when all lie inside it.
+      T* dst = out + (run.image * g.out_channels + k) * plane + run.p * g.out_w + run.q;
+      const bool whole = n_rows == 2 && width == 2 * run.count;
+      for (int a = 0; a < 2; ++a) {
+        T* row = whole ? dst + a * g.out_w : scratch[a];
+        const T* in = &stage[a][0][run.j0];
+        for (std::int64_t j = 0; j < run.count; ++j) {
+          const T m[4] = {in[j], in[kMaxChunkTiles + j], in[2 * kMaxChunkTiles + j], in[3 * kMaxChunkTiles + j]};
           T y[2];
           winograd::output_1d(m, y);
           row[2 * j] = y[0] + bias_k;
           row[2 * j + 1] = y[1] + bias_k;
         }
       }
-      T* dst = out + (run.image * g.out_channels + k) * plane + run.p * g.out_w + run.q;
-      for (int a = 0; a < n_rows; ++a) std::copy(rows[a], rows[a] + width, dst + a * g.out_w);
+      if (!whole)
+        for (int a = 0; a < n_rows; ++a) std::copy(scratch[a], scratch[a] + width, dst + a * g.out_w);
     }
   }
 }
