@@ -9,7 +9,9 @@
 
 namespace convkit {
 
-// `winograd` is reserved: no backend implements it yet, and supports() says so.
+// The algorithms and their limits: docs/algorithms/. winograd (F(2x2,3x3):
+// 3x3 filters, stride 1, no dilation) runs on the cpu backend only; the sim
+// and cuda backends' supports() say so.
 enum class ConvAlgo { automatic, direct, im2col_gemm, fft, winograd };
 
 std::string_view conv_algo_name(ConvAlgo a);

@@ -5,7 +5,7 @@
 
 namespace convkit::cpu {
 
-// Never returns automatic or winograd, and always returns an algorithm that
+// Never returns automatic, and always returns an algorithm that
 // supports `desc` and fits its workspace_limit for `dtype` (falling back to
 // direct, which needs no workspace). The rules and the measurements behind
 // them are in conv_heuristic.cpp.
