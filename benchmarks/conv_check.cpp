@@ -18,7 +18,7 @@ constexpr double kProductBudget = 2e8;
 constexpr std::size_t kMinSamples = 32, kMaxSamples = 1024, kEdgeSamples = 16;
 constexpr double kNormwiseErrorFactor = 16;
 // As tests/cpu_conv/conv_tolerance.h.
-constexpr double kWinogradErrorFactor = 4;
+constexpr double kWinogradErrorFactor = 16;
 
 struct Sum {
   double value = 0, magnitude = 0;

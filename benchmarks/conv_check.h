@@ -14,7 +14,7 @@
 // indexing bug gives ~1. The pass/fail tolerance is the one the algorithm
 // tests use (tests/cpu_conv/conv_tolerance.h): gamma_{n+2} * magnitude per
 // element for algorithms that sum the products (direct, im2col_gemm),
-// 4 * gamma_{n+2} * (largest sampled magnitude) for winograd, whose tile
+// 16 * gamma_{n+2} * (largest sampled magnitude) for winograd, whose tile
 // transforms mix neighbouring elements, and 16 * epsilon * (largest sampled
 // magnitude) for fft, whose error is bounded norm-wise.
 #include <cstdint>

@@ -13,6 +13,7 @@
 #include "convkit/core/error.h"
 #include "cpu/conv/conv_algorithm.h"
 #include "cpu/conv/conv_common.h"
+#include "cpu/conv/implementations.h"
 #include "cpu_conv/conv_reference.h"
 #include "cpu_conv/conv_tolerance.h"
 
@@ -56,9 +57,22 @@ Outputs<T> run_passes(const ConvAlgorithm& algo, const Conv2dDesc& d, const Inpu
 
 std::uint64_t case_seed(std::size_t index) { return 1000 + index; }
 
-class ConvAlgorithmCase : public ::testing::TestWithParam<std::tuple<ConvAlgo, std::size_t>> {
+// An algorithm as registered, or winograd held to one output tile size (tile
+// 2 or 4), so that both of its tile sizes run every case.
+struct Variant {
+  ConvAlgo algo;
+  int tile = 0;
+};
+const ConvAlgorithm& variant_algorithm(const Variant& v) {
+  return v.tile != 0 ? winograd_conv_algorithm_with_tile(v.tile) : conv_algorithm(v.algo);
+}
+std::string variant_name(const Variant& v) {
+  return std::string(conv_algo_name(v.algo)) + (v.tile != 0 ? "_f" + std::to_string(v.tile) : "");
+}
+
+class ConvAlgorithmCase : public ::testing::TestWithParam<std::tuple<Variant, std::size_t>> {
  protected:
-  const ConvAlgorithm& algo() const { return conv_algorithm(std::get<0>(GetParam())); }
+  const ConvAlgorithm& algo() const { return variant_algorithm(std::get<0>(GetParam())); }
   const ConvCase& conv_case() const { return conv_cases()[std::get<1>(GetParam())]; }
   std::uint64_t seed() const { return case_seed(std::get<1>(GetParam())); }
 
@@ -172,15 +186,16 @@ TEST_P(ConvAlgorithmCase, BackwardPassesAreAdjointsOfForward) {
   EXPECT_NEAR(dot(in.b, out.db), dot(y_bias, in.dy), 1e-10 * std::max(bias_scale, 1e-300)) << d;
 }
 
-std::string case_name(const ::testing::TestParamInfo<std::tuple<ConvAlgo, std::size_t>>& info) {
+std::string case_name(const ::testing::TestParamInfo<std::tuple<Variant, std::size_t>>& info) {
   const std::size_t index = std::get<1>(info.param);
-  return std::string(conv_algo_name(std::get<0>(info.param))) + "_" + std::to_string(index) + "_" +
-         conv_cases()[index].name;
+  return variant_name(std::get<0>(info.param)) + "_" + std::to_string(index) + "_" + conv_cases()[index].name;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCases, ConvAlgorithmCase,
-                         ::testing::Combine(::testing::Values(ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft,
-                                                              ConvAlgo::winograd),
+                         ::testing::Combine(::testing::Values(Variant{ConvAlgo::direct}, Variant{ConvAlgo::im2col_gemm},
+                                                              Variant{ConvAlgo::fft}, Variant{ConvAlgo::winograd},
+                                                              Variant{ConvAlgo::winograd, 2},
+                                                              Variant{ConvAlgo::winograd, 4}),
                                             ::testing::Range<std::size_t>(0, conv_cases().size())),
                          case_name);
 

@@ -1,15 +1,22 @@
-// Winograd F(2x2, 3x3) convolution: 3x3 filters, stride 1, no dilation.
+// Winograd convolution, F(2x2, 3x3) and F(4x4, 3x3): 3x3 filters, stride 1,
+// no dilation.
 //
-// The output of each image is cut into 2x2 blocks, "tiles"; a tile reads the
-// 4x4 input patch D that covers its four 3x3 windows. With V = B^T D B per
-// (input channel, tile) and U = G g G^T per (output channel, input channel),
-// a tile's output is A^T M A with M = the sum over input channels of U (.) V
-// (winograd_transforms.h). Grouped by the 16 points of the 4x4 transform,
-// that sum is 16 independent matrix products,
+// The output of each image is cut into m x m blocks, "tiles" (m = 2 or 4); a
+// tile reads the a x a input patch D (a = m + 2) that covers its 3x3 windows.
+// With V = B^T D B per (input channel, tile) and U = G g G^T per (output
+// channel, input channel), a tile's output is A^T M A with M = the sum over
+// input channels of U (.) V (winograd_transforms.h). Grouped by the a*a
+// points of the transform, that sum is a*a independent matrix products,
 //     M[xi] (K x tiles) = U[xi] (K x C) * V[xi] (C x tiles),
-// so the multiplications run as GEMMs, 16 per tile and channel pair instead
-// of the 36 of a 2x2 block computed directly: 2.25x fewer when P and Q are
-// even. The transforms are additions only.
+// so the multiplications run as GEMMs: a*a per tile and channel pair instead
+// of the 9*m*m of direct, 2.25x fewer for m = 2 and 4x fewer for m = 4 when
+// the tiles fit the output exactly. The transforms are additions and
+// multiplications by small constants.
+//
+// Each pass picks m for its output plane: the one with fewer transform points
+// in all (ceil(P/m) * ceil(Q/m) * a*a), so F(4x4) except on outputs too
+// small for its tiles (choose_output_tile). F(4x4)'s transforms have larger
+// entries (up to 8 and 1/24) and round more; see docs/algorithms/winograd.md.
 //
 // Tiles (numbered across the batch, image-major) go through in chunks, sized
 // so that one chunk's V and M stay in a core's L2 (kChunkBytes). Chunks are
@@ -17,13 +24,13 @@
 // ..., and each thread reuses one set of chunk buffers (run_lanes' slot).
 //
 // Passes:
-// - forward: y = A^T M A plus the bias, clipped where P or Q is odd.
+// - forward: y = A^T M A plus the bias, clipped where m does not divide P or Q.
 // - backward-data: dx is the correlation of dy with the filters flipped in
 //   both axes and transposed (C and K swap within each group), with padding
 //   2 - pad on each side: negative when pad > 2, so the tiles then start
 //   inside dy. That is a forward pass of the same machinery.
 // - backward-weights: dw = G^T [ sum over tiles of (A E A^T) (.) V ] G, with
-//   E the 2x2 block of dy at the tile: 16 GEMMs
+//   E the m x m block of dy at the tile: a*a GEMMs
 //   W[xi] (K x C) += E[xi] (K x tiles) * V[xi]^T per chunk, into one
 //   accumulator per lane, summed in lane order at the end, so the result
 //   does not depend on the thread count.
@@ -39,14 +46,18 @@
 namespace convkit::cpu {
 namespace {
 
-using winograd::kPoints;
+using winograd::F;
+
+// Transform points per tile: a * a for F(m x m, 3x3), a = m + 2.
+constexpr std::int64_t points(int m) { return (m + 2) * (m + 2); }
 
 constexpr std::int64_t kMaxLanes = 16;
-// One chunk's V and M (16 x (in + out channels) x tiles values). Measured on
-// the conv layers of cifar10-cnn (2 cores with 512 KiB of L2 each): 1 MiB
-// runs 10-25% faster than 512 KiB or 2 MiB. Larger chunks make wider GEMMs
-// and fewer filter repacks; past 1 MiB V and M no longer stay in cache
-// between their transform and the GEMM.
+// One chunk's V and M (points x (in + out channels) x tiles values). Measured on
+// the conv layers of cifar10-cnn (2 cores with 512 KiB of L2 each): with
+// F(2x2), 1 MiB runs 10-25% faster than 512 KiB or 2 MiB; with F(4x4), 1 MiB
+// and 2 MiB are level within the noise and 512 KiB is ~10% slower. Larger
+// chunks make wider GEMMs and fewer filter repacks; past that, V and M no
+// longer stay in cache between their transform and the GEMM.
 constexpr std::size_t kChunkBytes = 1024 * 1024;
 constexpr std::int64_t kMinChunkTiles = 16;   // wide enough to keep the GEMMs efficient
 constexpr std::int64_t kMaxChunkTiles = 512;  // bounds the per-chunk index tables
@@ -59,27 +70,50 @@ struct TileGeometry {
   std::int64_t N, in_channels, out_channels, groups;
   std::int64_t in_h, in_w, out_h, out_w;
   std::int64_t off_h, off_w;
+  int m;  // output tile side
   std::int64_t tiles_h, tiles_w;
 
   TileGeometry(std::int64_t n, std::int64_t in, std::int64_t out, std::int64_t g, std::int64_t ih,
-               std::int64_t iw, std::int64_t oh, std::int64_t ow, std::int64_t offh, std::int64_t offw)
+               std::int64_t iw, std::int64_t oh, std::int64_t ow, std::int64_t offh, std::int64_t offw, int tile)
       : N(n), in_channels(in), out_channels(out), groups(g), in_h(ih), in_w(iw), out_h(oh), out_w(ow),
-        off_h(offh), off_w(offw), tiles_h((oh + 1) / 2), tiles_w((ow + 1) / 2) {}
+        off_h(offh), off_w(offw), m(tile), tiles_h((oh + tile - 1) / tile), tiles_w((ow + tile - 1) / tile) {}
   std::int64_t in_per_group() const { return in_channels / groups; }
   std::int64_t out_per_group() const { return out_channels / groups; }
   std::int64_t tiles() const { return N * tiles_h * tiles_w; }
-  // Elements of U (or of one weight-gradient accumulator): 16 x out x in/groups.
-  std::int64_t filter_elems() const { return kPoints * out_channels * in_per_group(); }
+  // Elements of U (or of one weight-gradient accumulator): points x out x in/groups.
+  std::int64_t filter_elems() const { return points(m) * out_channels * in_per_group(); }
 };
 
-TileGeometry forward_geometry(const Conv2dDesc& d) {
-  return TileGeometry(d.N, d.C, d.K, d.groups, d.H, d.W, d.P(), d.Q(), d.pad_top, d.pad_left);
+// The output tile side with fewer transform points over an out_h x out_w
+// plane (ties go to 2, which rounds less). 0 asks for this choice.
+int choose_output_tile(std::int64_t out_h, std::int64_t out_w, int forced) {
+  if (forced != 0) return forced;
+  auto total = [&](int m) { return ((out_h + m - 1) / m) * ((out_w + m - 1) / m) * points(m); };
+  return total(4) < total(2) ? 4 : 2;
+}
+
+TileGeometry forward_geometry(const Conv2dDesc& d, int forced_tile) {
+  return TileGeometry(d.N, d.C, d.K, d.groups, d.H, d.W, d.P(), d.Q(), d.pad_top, d.pad_left,
+                      choose_output_tile(d.P(), d.Q(), forced_tile));
 }
 
 // dx[h] = sum over r of dy[h + pad - r] * w[r] = sum over r' of dy[h - (2 - pad) + r'] * w[2 - r'].
-TileGeometry backward_data_geometry(const Conv2dDesc& d) {
-  return TileGeometry(d.N, d.K, d.C, d.groups, d.P(), d.Q(), d.H, d.W, 2 - d.pad_top, 2 - d.pad_left);
+TileGeometry backward_data_geometry(const Conv2dDesc& d, int forced_tile) {
+  return TileGeometry(d.N, d.K, d.C, d.groups, d.P(), d.Q(), d.H, d.W, 2 - d.pad_top, 2 - d.pad_left,
+                      choose_output_tile(d.H, d.W, forced_tile));
 }
+
+// The transforms' scratch (see "The transforms below" further down).
+template <typename T>
+struct StageBuffers {
+  T* stage;  // a x a x chunk
+  T* rows;   // a rows of m * chunk + 2: image rows padded with zeros
+  std::int64_t chunk;
+  int m;
+  T* at(int i, int k) const { return stage + (i * (m + 2) + k) * chunk; }
+  std::int64_t row_stride() const { return m * chunk + 2; }
+  static std::int64_t elems(int m, std::int64_t chunk) { return points(m) * chunk + (m + 2) * (m * chunk + 2); }
+};
 
 struct WinogradPlan {
   TileGeometry geo;
@@ -90,10 +124,11 @@ struct WinogradPlan {
 
 template <typename T>
 struct WinogradBuffers {
-  T* filters = nullptr;       // U: 16 x out x in/groups (forward, backward-data)
-  T* inputs = nullptr;        // V: lanes x 16 x in x chunk
-  T* products = nullptr;      // M, or A E A^T in backward-weights: lanes x 16 x out x chunk
-  T* accumulators = nullptr;  // backward-weights: lanes x 16 x out x in/groups
+  T* filters = nullptr;       // U: points x out x in/groups (forward, backward-data)
+  T* inputs = nullptr;        // V: lanes x points x in x chunk
+  T* products = nullptr;      // M, or A E A^T in backward-weights: lanes x points x out x chunk
+  T* accumulators = nullptr;  // backward-weights: lanes x points x out x in/groups
+  T* stages = nullptr;        // lanes x StageBuffers::elems: the transforms' scratch
   std::size_t bytes = 0;
 };
 
@@ -104,11 +139,19 @@ WinogradBuffers<T> carve_winograd(const WinogradPlan& plan, ConvPass pass, void*
   WorkspaceCarver carver(base);
   WinogradBuffers<T> out;
   if (!weights) out.filters = carver.take<T>(static_cast<std::size_t>(g.filter_elems()));
-  out.inputs = carver.take<T>(static_cast<std::size_t>(plan.lanes * kPoints * g.in_channels * plan.chunk));
-  out.products = carver.take<T>(static_cast<std::size_t>(plan.lanes * kPoints * g.out_channels * plan.chunk));
+  out.inputs = carver.take<T>(static_cast<std::size_t>(plan.lanes * points(g.m) * g.in_channels * plan.chunk));
+  out.products = carver.take<T>(static_cast<std::size_t>(plan.lanes * points(g.m) * g.out_channels * plan.chunk));
   if (weights) out.accumulators = carver.take<T>(static_cast<std::size_t>(plan.lanes * g.filter_elems()));
+  out.stages = carver.take<T>(static_cast<std::size_t>(plan.lanes * StageBuffers<T>::elems(g.m, plan.chunk)));
   out.bytes = carver.bytes();
   return out;
+}
+
+// Slot `slot`'s transform scratch.
+template <typename T>
+StageBuffers<T> stage_buffers(const WinogradBuffers<T>& buffers, const WinogradPlan& plan, std::int64_t slot) {
+  T* base = buffers.stages + slot * StageBuffers<T>::elems(plan.geo.m, plan.chunk);
+  return {base, base + points(plan.geo.m) * plan.chunk, plan.chunk, plan.geo.m};
 }
 
 // Chunk size and lanes: like the lanes of im2col_gemm they depend only on
@@ -116,10 +159,11 @@ WinogradBuffers<T> carve_winograd(const WinogradPlan& plan, ConvPass pass, void*
 // workspace_limit the lanes go first, then the chunk shrinks, down to one
 // tile.
 template <typename T>
-WinogradPlan plan_winograd(const Conv2dDesc& d, ConvPass pass) {
-  WinogradPlan plan{pass == ConvPass::backward_data ? backward_data_geometry(d) : forward_geometry(d)};
+WinogradPlan plan_winograd(const Conv2dDesc& d, ConvPass pass, int forced_tile) {
+  WinogradPlan plan{pass == ConvPass::backward_data ? backward_data_geometry(d, forced_tile)
+                                                    : forward_geometry(d, forced_tile)};
   const TileGeometry& g = plan.geo;
-  const auto tile_bytes = static_cast<std::int64_t>(kPoints * (g.in_channels + g.out_channels) * sizeof(T));
+  const auto tile_bytes = static_cast<std::int64_t>(points(g.m) * (g.in_channels + g.out_channels) * sizeof(T));
   plan.chunk = std::clamp(static_cast<std::int64_t>(kChunkBytes) / tile_bytes, kMinChunkTiles, kMaxChunkTiles);
   // Small problems: chunks for several lanes, so that every thread has work.
   plan.chunk = std::min(plan.chunk, std::max(kMinChunkTiles, (g.tiles() + kMaxLanes - 1) / kMaxLanes));
@@ -131,7 +175,7 @@ WinogradPlan plan_winograd(const Conv2dDesc& d, ConvPass pass) {
   while (!fits() && plan.chunk > 1) plan.chunk /= 2;
   if (fits()) return plan;
   CK_FAIL(conv_op_name(ConvAlgo::winograd, pass), ": one tile needs ", carve_winograd<T>(plan, pass, nullptr).bytes,
-          " bytes of workspace (", kPoints, " points x ", g.in_channels, "+", g.out_channels, " channels of ",
+          " bytes of workspace (", points(g.m), " points x ", g.in_channels, "+", g.out_channels, " channels of ",
           dtype_of<T>::value, ", plus the filters' transform) but workspace_limit is ", d.workspace_limit,
           " bytes; raise Conv2dDesc::workspace_limit or use im2col_gemm or direct; descriptor: ", d.str());
 }
@@ -140,8 +184,9 @@ WinogradPlan plan_winograd(const Conv2dDesc& d, ConvPass pass) {
 // applies to input channel i of group grp for output channel o. Forward: f is
 // w[grp*outg + o][i]. Backward-data: f is w[grp*ing + i][o] rotated by 180
 // degrees (the correlation runs from K channels of dy to C channels of dx).
-template <typename T>
+template <int M, typename T>
 void transform_filters(const TileGeometry& g, const T* w, bool rotate_and_transpose, T* U) {
+  constexpr int kPoints = points(M);
   const std::int64_t ing = g.in_per_group(), outg = g.out_per_group();
   for (std::int64_t grp = 0; grp < g.groups; ++grp) {
     for (std::int64_t o = 0; o < outg; ++o) {
@@ -154,7 +199,7 @@ void transform_filters(const TileGeometry& g, const T* w, bool rotate_and_transp
           const T* src = w + ((grp * outg + o) * ing + i) * 9;
           std::copy(src, src + 9, f);
         }
-        winograd::filter_transform(f, u);
+        winograd::filter_transform<M>(f, u);
         for (int xi = 0; xi < kPoints; ++xi) U[((xi * g.groups + grp) * outg + o) * ing + i] = u[xi];
       }
     }
@@ -166,7 +211,7 @@ void transform_filters(const TileGeometry& g, const T* w, bool rotate_and_transp
 // input are contiguous, so a run's tiles are transformed side by side in SIMD
 // lanes, and write each point's values for consecutive tiles contiguously.
 struct TileRun {
-  std::int64_t j0, count;  // chunk columns j0 .. j0+count-1
+  std::int64_t j0, count;    // chunk columns j0 .. j0+count-1
   std::int64_t image, p, q;  // first output row and column of the first tile
 };
 struct ChunkTiles {
@@ -177,7 +222,7 @@ struct ChunkTiles {
     for (std::int64_t j = 0; j < count;) {
       const std::int64_t t = t0 + j, in_image = t % per_image, tw = in_image % g.tiles_w;
       const std::int64_t length = std::min(g.tiles_w - tw, count - j);
-      runs[n_runs++] = {j, length, t / per_image, 2 * (in_image / g.tiles_w), 2 * tw};
+      runs[n_runs++] = {j, length, t / per_image, g.m * (in_image / g.tiles_w), g.m * tw};
       j += length;
     }
   }
@@ -186,10 +231,9 @@ struct ChunkTiles {
 // Rows h0 .. h0+rows-1, columns w0 .. w0+width-1 of a plane, with zeros
 // outside it: pointers straight into the plane when the window lies inside
 // it (most runs of a large image), else into a zero-padded copy in `scratch`.
-constexpr std::int64_t kRowCapacity = 2 * kMaxChunkTiles + 2;
 template <typename T, int Rows>
 void window_rows(const T* plane, std::int64_t height, std::int64_t width_of_plane, std::int64_t h0, std::int64_t w0,
-                 std::int64_t width, T (*scratch)[kRowCapacity], const T* (&rows)[Rows]) {
+                 std::int64_t width, T* scratch, std::int64_t scratch_stride, const T* (&rows)[Rows]) {
   if (h0 >= 0 && w0 >= 0 && h0 + Rows <= height && w0 + width <= width_of_plane) {
     for (int a = 0; a < Rows; ++a) rows[a] = plane + (h0 + a) * width_of_plane + w0;
     return;
@@ -197,7 +241,7 @@ void window_rows(const T* plane, std::int64_t height, std::int64_t width_of_plan
   const std::int64_t begin = std::clamp<std::int64_t>(-w0, 0, width);
   const std::int64_t end = std::clamp<std::int64_t>(width_of_plane - w0, begin, width);
   for (int a = 0; a < Rows; ++a) {
-    T* row = scratch[a];
+    T* row = scratch + a * scratch_stride;
     rows[a] = row;
     const std::int64_t h = h0 + a;
     if (h < 0 || h >= height) {
@@ -212,88 +256,87 @@ void window_rows(const T* plane, std::int64_t height, std::int64_t width_of_plan
 
 // The transforms below apply the 1-D transforms of winograd_transforms.h
 // in two stages, with tiles as the inner loop: along the rows of each run's
-// tiles (reading the image rows, two columns apart from tile to tile), and
+// tiles (reading the image rows, m columns apart from tile to tile), and
 // down the columns across all the tiles of the chunk at once. Each stage is
 // a loop of identical arithmetic over adjacent tiles, which the compiler
 // turns into SIMD. Transforming tile by tile instead leaves SIMD only within
 // a tile, with a shuffle for every store, and runs half as fast end to end
 // (conv2 of cifar10-cnn); running the column stage per run instead of per
 // chunk leaves short loops (7 to 16 tiles on cifar10's layers) mostly in
-// their scalar remainders. `stage[i][k][j]` holds entry k of the 1-D
+// their scalar remainders. Stage entry (i, k, j) holds entry k of the 1-D
 // transform of row i of tile j.
-template <typename T>
-using RowStage = T[4][4][kMaxChunkTiles];
 
-// V[xi][c][j] = (B^T D B)[xi] for the 4x4 patch D of input channel c under
+// V[xi][c][j] = (B^T D B)[xi] for the a x a patch D of input channel c under
 // tile j of the chunk. Patches that cross the plane's edge read zeros there.
-template <typename T>
-void transform_inputs(const TileGeometry& g, const T* in, const ChunkTiles& tiles, std::int64_t chunk, T* V) {
+template <int M, typename T>
+void transform_inputs(const TileGeometry& g, const T* in, const ChunkTiles& tiles, const StageBuffers<T>& s, T* V) {
+  const std::int64_t chunk = s.chunk;
+  constexpr int a = F<M>::kTile;
   const std::int64_t point_stride = g.in_channels * chunk;
   const std::int64_t plane = g.in_h * g.in_w;
-  alignas(64) T scratch[4][kRowCapacity];
-  alignas(64) RowStage<T> stage;
   for (std::int64_t c = 0; c < g.in_channels; ++c) {
     for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // D B, row by row: B^T applied to each row
       const TileRun& run = tiles.runs[r];
-      const T* rows[4];
+      const T* rows[a];
       window_rows(in + (run.image * g.in_channels + c) * plane, g.in_h, g.in_w, run.p - g.off_h, run.q - g.off_w,
-                  2 * run.count + 2, scratch, rows);
-      for (int i = 0; i < 4; ++i) {
+                  M * run.count + 2, s.rows, s.row_stride(), rows);
+      for (int i = 0; i < a; ++i) {
         const T* row = rows[i];
-        T* out = &stage[i][0][run.j0];
+        T* out = s.at(i, 0) + run.j0;
         for (std::int64_t j = 0; j < run.count; ++j) {
-          const T d[4] = {row[2 * j], row[2 * j + 1], row[2 * j + 2], row[2 * j + 3]};
-          T v[4];
-          winograd::input_1d(d, v);
-          for (int k = 0; k < 4; ++k) out[k * kMaxChunkTiles + j] = v[k];
+          T d[a], v[a];
+          for (int b = 0; b < a; ++b) d[b] = row[M * j + b];
+          F<M>::input_1d(d, v);
+          for (int k = 0; k < a; ++k) out[k * s.chunk + j] = v[k];
         }
       }
     }
     T* dst = V + c * chunk;
-    for (int k = 0; k < 4; ++k) {  // B^T (D B), column by column
+    for (int k = 0; k < a; ++k) {  // B^T (D B), column by column
       for (std::int64_t j = 0; j < tiles.count; ++j) {
-        const T d[4] = {stage[0][k][j], stage[1][k][j], stage[2][k][j], stage[3][k][j]};
-        T v[4];
-        winograd::input_1d(d, v);
-        for (int i = 0; i < 4; ++i) dst[(i * 4 + k) * point_stride + j] = v[i];
+        T d[a], v[a];
+        for (int i = 0; i < a; ++i) d[i] = s.at(i, k)[j];
+        F<M>::input_1d(d, v);
+        for (int i = 0; i < a; ++i) dst[(i * a + k) * point_stride + j] = v[i];
       }
     }
   }
 }
 
-// Eh[xi][k][j] = (A E A^T)[xi] for the 2x2 block E of output-gradient
-// channel k at tile j; where P or Q is odd the block's outside half is zero.
-template <typename T>
-void transform_output_gradients(const TileGeometry& g, const T* dy, const ChunkTiles& tiles, std::int64_t chunk,
-                                T* Eh) {
+// Eh[xi][k][j] = (A E A^T)[xi] for the m x m block E of output-gradient
+// channel k at tile j; where m does not divide P or Q the block's part
+// outside the plane is zero.
+template <int M, typename T>
+void transform_output_gradients(const TileGeometry& g, const T* dy, const ChunkTiles& tiles,
+                                const StageBuffers<T>& s, T* Eh) {
+  const std::int64_t chunk = s.chunk;
+  constexpr int a = F<M>::kTile;
   const std::int64_t point_stride = g.out_channels * chunk;
   const std::int64_t plane = g.out_h * g.out_w;
-  alignas(64) T scratch[2][kRowCapacity];
-  alignas(64) RowStage<T> stage;
   for (std::int64_t k = 0; k < g.out_channels; ++k) {
     for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // E A^T, row by row
       const TileRun& run = tiles.runs[r];
-      const T* rows[2];
-      window_rows(dy + (run.image * g.out_channels + k) * plane, g.out_h, g.out_w, run.p, run.q, 2 * run.count,
-                  scratch, rows);
-      for (int i = 0; i < 2; ++i) {
+      const T* rows[M];
+      window_rows(dy + (run.image * g.out_channels + k) * plane, g.out_h, g.out_w, run.p, run.q, M * run.count,
+                  s.rows, s.row_stride(), rows);
+      for (int i = 0; i < M; ++i) {
         const T* row = rows[i];
-        T* out = &stage[i][0][run.j0];
+        T* out = s.at(i, 0) + run.j0;
         for (std::int64_t j = 0; j < run.count; ++j) {
-          const T e[2] = {row[2 * j], row[2 * j + 1]};
-          T v[4];
-          winograd::output_gradient_1d(e, v);
-          for (int b = 0; b < 4; ++b) out[b * kMaxChunkTiles + j] = v[b];
+          T e[M], v[a];
+          for (int b = 0; b < M; ++b) e[b] = row[M * j + b];
+          F<M>::output_gradient_1d(e, v);
+          for (int b = 0; b < a; ++b) out[b * s.chunk + j] = v[b];
         }
       }
     }
     T* dst = Eh + k * chunk;
-    for (int b = 0; b < 4; ++b) {  // A (E A^T), column by column
+    for (int b = 0; b < a; ++b) {  // A (E A^T), column by column
       for (std::int64_t j = 0; j < tiles.count; ++j) {
-        const T e[2] = {stage[0][b][j], stage[1][b][j]};
-        T v[4];
-        winograd::output_gradient_1d(e, v);
-        for (int a = 0; a < 4; ++a) dst[(a * 4 + b) * point_stride + j] = v[a];
+        T e[M], v[a];
+        for (int i = 0; i < M; ++i) e[i] = s.at(i, b)[j];
+        F<M>::output_gradient_1d(e, v);
+        for (int i = 0; i < a; ++i) dst[(i * a + b) * point_stride + j] = v[i];
       }
     }
   }
@@ -301,46 +344,46 @@ void transform_output_gradients(const TileGeometry& g, const T* dy, const ChunkT
 
 // out = A^T M A (+ bias) for every output channel and tile of the chunk,
 // writing only the positions inside the plane.
-template <typename T>
-void transform_outputs(const TileGeometry& g, const T* M, const ChunkTiles& tiles, std::int64_t chunk, const T* bias,
-                       T* out) {
+template <int M, typename T>
+void transform_outputs(const TileGeometry& g, const T* products, const ChunkTiles& tiles, const StageBuffers<T>& s,
+                       const T* bias, T* out) {
+  const std::int64_t chunk = s.chunk;
+  constexpr int a = F<M>::kTile;
   const std::int64_t point_stride = g.out_channels * chunk;
   const std::int64_t plane = g.out_h * g.out_w;
-  alignas(64) T scratch[2][kRowCapacity];
-  alignas(64) RowStage<T> stage;
   for (std::int64_t k = 0; k < g.out_channels; ++k) {
     const T bias_k = bias != nullptr ? bias[k] : T(0);
-    const T* src = M + k * chunk;
-    for (int b = 0; b < 4; ++b) {  // A^T M, column by column
+    const T* src = products + k * chunk;
+    for (int b = 0; b < a; ++b) {  // A^T M, column by column
       for (std::int64_t j = 0; j < tiles.count; ++j) {
-        const T m[4] = {src[b * point_stride + j], src[(4 + b) * point_stride + j], src[(8 + b) * point_stride + j],
-                        src[(12 + b) * point_stride + j]};
-        T y[2];
-        winograd::output_1d(m, y);
-        stage[0][b][j] = y[0];
-        stage[1][b][j] = y[1];
+        T m[a], y[M];
+        for (int i = 0; i < a; ++i) m[i] = src[(i * a + b) * point_stride + j];
+        F<M>::output_1d(m, y);
+        for (int i = 0; i < M; ++i) s.at(i, b)[j] = y[i];
       }
     }
     for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // (A^T M) A, row by row
       const TileRun& run = tiles.runs[r];
-      const int n_rows = static_cast<int>(std::min<std::int64_t>(2, g.out_h - run.p));
-      const std::int64_t width = std::min(2 * run.count, g.out_w - run.q);
-      // The run's 2 x 2n outputs go straight to `out` when all lie inside it.
+      const int n_rows = static_cast<int>(std::min<std::int64_t>(M, g.out_h - run.p));
+      const std::int64_t width = std::min(M * run.count, g.out_w - run.q);
+      // The run's M x (M * count) outputs go straight to `out` when all lie inside it.
       T* dst = out + (run.image * g.out_channels + k) * plane + run.p * g.out_w + run.q;
-      const bool whole = n_rows == 2 && width == 2 * run.count;
-      for (int a = 0; a < 2; ++a) {
-        T* row = whole ? dst + a * g.out_w : scratch[a];
-        const T* in = &stage[a][0][run.j0];
+      const bool whole = n_rows == M && width == M * run.count;
+      for (int i = 0; i < M; ++i) {
+        T* row = whole ? dst + i * g.out_w : s.rows + i * s.row_stride();
+        const T* in = s.at(i, 0) + run.j0;
         for (std::int64_t j = 0; j < run.count; ++j) {
-          const T m[4] = {in[j], in[kMaxChunkTiles + j], in[2 * kMaxChunkTiles + j], in[3 * kMaxChunkTiles + j]};
-          T y[2];
-          winograd::output_1d(m, y);
-          row[2 * j] = y[0] + bias_k;
-          row[2 * j + 1] = y[1] + bias_k;
+          T m[a], y[M];
+          for (int b = 0; b < a; ++b) m[b] = in[b * s.chunk + j];
+          F<M>::output_1d(m, y);
+          for (int b = 0; b < M; ++b) row[M * j + b] = y[b] + bias_k;
         }
       }
       if (!whole)
-        for (int a = 0; a < n_rows; ++a) std::copy(scratch[a], scratch[a] + width, dst + a * g.out_w);
+        for (int i = 0; i < n_rows; ++i) {
+          const T* row = s.rows + i * s.row_stride();
+          std::copy(row, row + width, dst + i * g.out_w);
+        }
     }
   }
 }
@@ -350,7 +393,7 @@ template <typename T>
 void multiply_points(const TileGeometry& g, const T* U, const T* V, std::int64_t count, std::int64_t chunk, T* M) {
   const std::int64_t ing = g.in_per_group(), outg = g.out_per_group();
   const Eigen::OuterStride<> stride(chunk);
-  for (int xi = 0; xi < kPoints; ++xi) {
+  for (std::int64_t xi = 0; xi < points(g.m); ++xi) {
     for (std::int64_t grp = 0; grp < g.groups; ++grp) {
       ConstMatrixMap<T> u(U + (xi * g.groups + grp) * outg * ing, outg, ing);
       ConstStridedMatrixMap<T> v(V + (xi * g.in_channels + grp * ing) * chunk, ing, count, stride);
@@ -365,7 +408,7 @@ template <typename T>
 void accumulate_points(const TileGeometry& g, const T* Eh, const T* V, std::int64_t count, std::int64_t chunk, T* W) {
   const std::int64_t ing = g.in_per_group(), outg = g.out_per_group();
   const Eigen::OuterStride<> stride(chunk);
-  for (int xi = 0; xi < kPoints; ++xi) {
+  for (std::int64_t xi = 0; xi < points(g.m); ++xi) {
     for (std::int64_t grp = 0; grp < g.groups; ++grp) {
       MatrixMap<T> w(W + (xi * g.groups + grp) * outg * ing, outg, ing);
       ConstStridedMatrixMap<T> e(Eh + (xi * g.out_channels + grp * outg) * chunk, outg, count, stride);
@@ -376,42 +419,43 @@ void accumulate_points(const TileGeometry& g, const T* Eh, const T* V, std::int6
 }
 
 // The correlation of `plan.geo` (forward, or backward-data as a forward pass).
-template <typename T>
-void winograd_correlate(const Conv2dDesc& d, ConvPass pass, const T* in, const T* w, const T* bias, T* out,
-                        void* workspace) {
-  const WinogradPlan plan = plan_winograd<T>(d, pass);
+template <int M, typename T>
+void winograd_correlate(const Conv2dDesc& d, const WinogradPlan& plan, bool backward_data, const T* in, const T* w,
+                        const T* bias, T* out, const WinogradBuffers<T>& buffers) {
+  constexpr std::int64_t kPoints = points(M);
   const TileGeometry& g = plan.geo;
-  const WinogradBuffers<T> buffers = carve_winograd<T>(plan, pass, workspace);
-  transform_filters(g, w, pass == ConvPass::backward_data, buffers.filters);
+  transform_filters<M>(g, w, backward_data, buffers.filters);
   run_lanes(plan.lanes, worth_parallelising(d), [&](std::int64_t lane, std::int64_t slot, bool /*inner*/) {
     T* V = buffers.inputs + slot * kPoints * g.in_channels * plan.chunk;
-    T* M = buffers.products + slot * kPoints * g.out_channels * plan.chunk;
+    T* products = buffers.products + slot * kPoints * g.out_channels * plan.chunk;
+    const StageBuffers<T> stage = stage_buffers(buffers, plan, slot);
     for (std::int64_t c = lane; c < plan.chunks(); c += plan.lanes) {
       const std::int64_t t0 = c * plan.chunk;
       const ChunkTiles tiles(g, t0, std::min(plan.chunk, g.tiles() - t0));
-      transform_inputs(g, in, tiles, plan.chunk, V);
-      multiply_points(g, buffers.filters, V, tiles.count, plan.chunk, M);
-      transform_outputs(g, M, tiles, plan.chunk, bias, out);
+      transform_inputs<M>(g, in, tiles, stage, V);
+      multiply_points(g, buffers.filters, V, tiles.count, plan.chunk, products);
+      transform_outputs<M>(g, products, tiles, stage, bias, out);
     }
   });
 }
 
-template <typename T>
-void winograd_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, T* dw, T* db, void* workspace) {
-  const WinogradPlan plan = plan_winograd<T>(d, ConvPass::backward_weights);
+template <int M, typename T>
+void winograd_backward_weights(const Conv2dDesc& d, const WinogradPlan& plan, const T* x, const T* dy, T* dw,
+                               const WinogradBuffers<T>& buffers) {
+  constexpr std::int64_t kPoints = points(M);
   const TileGeometry& g = plan.geo;
-  const WinogradBuffers<T> buffers = carve_winograd<T>(plan, ConvPass::backward_weights, workspace);
   const std::int64_t filter_elems = g.filter_elems();
   run_lanes(plan.lanes, worth_parallelising(d), [&](std::int64_t lane, std::int64_t slot, bool /*inner*/) {
     T* V = buffers.inputs + slot * kPoints * g.in_channels * plan.chunk;
     T* Eh = buffers.products + slot * kPoints * g.out_channels * plan.chunk;
+    const StageBuffers<T> stage = stage_buffers(buffers, plan, slot);
     T* W = buffers.accumulators + lane * filter_elems;
     std::fill(W, W + filter_elems, T(0));
     for (std::int64_t c = lane; c < plan.chunks(); c += plan.lanes) {
       const std::int64_t t0 = c * plan.chunk;
       const ChunkTiles tiles(g, t0, std::min(plan.chunk, g.tiles() - t0));
-      transform_inputs(g, x, tiles, plan.chunk, V);
-      transform_output_gradients(g, dy, tiles, plan.chunk, Eh);
+      transform_inputs<M>(g, x, tiles, stage, V);
+      transform_output_gradients<M>(g, dy, tiles, stage, Eh);
       accumulate_points(g, Eh, V, tiles.count, plan.chunk, W);
     }
   });
@@ -424,17 +468,39 @@ void winograd_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, T* 
   for (std::int64_t grp = 0; grp < g.groups; ++grp) {
     for (std::int64_t o = 0; o < outg; ++o) {
       for (std::int64_t i = 0; i < ing; ++i) {
-        T points[kPoints];
-        for (int xi = 0; xi < kPoints; ++xi) points[xi] = W[((xi * g.groups + grp) * outg + o) * ing + i];
-        winograd::weight_gradient_transform(points, dw + ((grp * outg + o) * ing + i) * 9);
+        T point_values[kPoints];
+        for (std::int64_t xi = 0; xi < kPoints; ++xi)
+          point_values[xi] = W[((xi * g.groups + grp) * outg + o) * ing + i];
+        winograd::weight_gradient_transform<M>(point_values, dw + ((grp * outg + o) * ing + i) * 9);
       }
     }
   }
-  if (db != nullptr) bias_gradient<T>(d, dy, db);
+}
+
+// Plans `pass`, carves the workspace and runs it with the plan's tile size.
+template <typename T>
+void winograd_pass(const Conv2dDesc& d, ConvPass pass, int forced_tile, const T* a, const T* b, const T* bias, T* out,
+                   void* workspace) {
+  const WinogradPlan plan = plan_winograd<T>(d, pass, forced_tile);
+  const WinogradBuffers<T> buffers = carve_winograd<T>(plan, pass, workspace);
+  auto run = [&]<int M>() {
+    if (pass == ConvPass::backward_weights) {
+      winograd_backward_weights<M>(d, plan, a, b, out, buffers);
+    } else {
+      winograd_correlate<M>(d, plan, pass == ConvPass::backward_data, a, b, bias, out, buffers);
+    }
+  };
+  if (plan.geo.m == 4) {
+    run.template operator()<4>();
+  } else {
+    run.template operator()<2>();
+  }
 }
 
 class WinogradConv final : public ConvAlgorithm {
  public:
+  // forced_tile: 2 or 4 runs every pass with that output tile; 0 chooses per pass.
+  explicit WinogradConv(int forced_tile) : forced_tile_(forced_tile) {}
   ConvAlgo algo() const override { return ConvAlgo::winograd; }
 
   Support supports(const Conv2dDesc& desc) const override {
@@ -444,11 +510,11 @@ class WinogradConv final : public ConvAlgorithm {
       return Support::no(e.what());
     }
     if (desc.R != 3 || desc.S != 3) {
-      return Support::no(detail::concat("winograd F(2x2,3x3) supports 3x3 filters only (got ", desc.R, "x", desc.S,
-                                        "); use im2col_gemm, fft or direct"));
+      return Support::no(detail::concat("winograd F(2x2,3x3) and F(4x4,3x3) support 3x3 filters only (got ", desc.R,
+                                        "x", desc.S, "); use im2col_gemm, fft or direct"));
     }
     if (desc.stride_h != 1 || desc.stride_w != 1) {
-      return Support::no(detail::concat("winograd computes 2x2 blocks of adjacent outputs, so it supports "
+      return Support::no(detail::concat("winograd computes blocks of adjacent outputs, so it supports "
                                         "stride 1 only (got stride ",
                                         desc.stride_h, "x", desc.stride_w, "); use im2col_gemm or direct"));
     }
@@ -464,7 +530,7 @@ class WinogradConv final : public ConvAlgorithm {
     CK_CHECK(support.ok, conv_op_name(algo(), pass), ": not supported: ", support.reason, "; descriptor: ", desc.str());
     std::size_t bytes = 0;
     dispatch_floating(dtype, [&]<typename T>() {
-      bytes = carve_winograd<T>(plan_winograd<T>(desc, pass), pass, nullptr).bytes;
+      bytes = carve_winograd<T>(plan_winograd<T>(desc, pass, forced_tile_), pass, nullptr).bytes;
     });
     return bytes;
   }
@@ -473,8 +539,8 @@ class WinogradConv final : public ConvAlgorithm {
                void* workspace) const override {
     check_conv_call(*this, desc, dtype, ConvPass::forward, {{x, "x"}, {w, "w"}, {y, "y"}}, workspace);
     dispatch_floating(dtype, [&]<typename T>() {
-      winograd_correlate<T>(desc, ConvPass::forward, static_cast<const T*>(x), static_cast<const T*>(w),
-                            static_cast<const T*>(b), static_cast<T*>(y), workspace);
+      winograd_pass<T>(desc, ConvPass::forward, forced_tile_, static_cast<const T*>(x), static_cast<const T*>(w),
+                       static_cast<const T*>(b), static_cast<T*>(y), workspace);
     });
   }
 
@@ -482,8 +548,8 @@ class WinogradConv final : public ConvAlgorithm {
                      void* workspace) const override {
     check_conv_call(*this, desc, dtype, ConvPass::backward_data, {{dy, "dy"}, {w, "w"}, {dx, "dx"}}, workspace);
     dispatch_floating(dtype, [&]<typename T>() {
-      winograd_correlate<T>(desc, ConvPass::backward_data, static_cast<const T*>(dy), static_cast<const T*>(w),
-                            static_cast<const T*>(nullptr), static_cast<T*>(dx), workspace);
+      winograd_pass<T>(desc, ConvPass::backward_data, forced_tile_, static_cast<const T*>(dy),
+                       static_cast<const T*>(w), nullptr, static_cast<T*>(dx), workspace);
     });
   }
 
@@ -491,17 +557,28 @@ class WinogradConv final : public ConvAlgorithm {
                         void* workspace) const override {
     check_conv_call(*this, desc, dtype, ConvPass::backward_weights, {{x, "x"}, {dy, "dy"}, {dw, "dw"}}, workspace);
     dispatch_floating(dtype, [&]<typename T>() {
-      winograd_backward_weights<T>(desc, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dw),
-                                   static_cast<T*>(db), workspace);
+      winograd_pass<T>(desc, ConvPass::backward_weights, forced_tile_, static_cast<const T*>(x),
+                       static_cast<const T*>(dy), nullptr, static_cast<T*>(dw), workspace);
+      if (db != nullptr) bias_gradient<T>(desc, static_cast<const T*>(dy), static_cast<T*>(db));
     });
   }
+
+ private:
+  int forced_tile_;
 };
 
 }  // namespace
 
 const ConvAlgorithm& winograd_conv_algorithm() {
-  static const WinogradConv instance;
+  static const WinogradConv instance(0);
   return instance;
+}
+
+const ConvAlgorithm& winograd_conv_algorithm_with_tile(int output_tile) {
+  CK_CHECK(output_tile == 2 || output_tile == 4, "winograd_conv_algorithm_with_tile: output tile ", output_tile,
+           " is not 2 or 4");
+  static const WinogradConv two(2), four(4);
+  return output_tile == 2 ? two : four;
 }
 
 }  // namespace convkit::cpu
