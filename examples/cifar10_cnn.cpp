@@ -6,7 +6,7 @@
 // https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz and unpack it; then
 //   build/release/examples/cifar10_cnn --data /path/to/cifar-10-batches-bin --epochs 10
 // Options: --data DIR (required), --epochs E, --batch B, --limit N,
-// --test-limit N, --algo automatic|direct|im2col_gemm|fft, --device D,
+// --test-limit N, --algo automatic|direct|im2col_gemm|fft|winograd, --device D,
 // --out DIR, --profile 1 (print which layers take the time).
 #include <convkit/convkit.h>
 

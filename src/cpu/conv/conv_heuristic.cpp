@@ -48,7 +48,8 @@ bool runs(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) {
 //   7x7:    0.34 - 0.62 with N*P*Q >= 2048; 3.7 for one 16x16 image with C = K = 128
 //   9x9+:   0.14 - 0.56 with N*P*Q >= 2048; 1.4 - 1.7 for one 16x16 image with C = K = 128
 // and (2 cores of an AMD EPYC with AVX2, float32, 'same' 3x3 layers, each
-// pass) winograd's speed relative to im2col_gemm:
+// pass; winograd with F(2x2) only, before F(4x4) was added, which is faster
+// again on the larger layers) winograd's speed relative to im2col_gemm:
 //   C = 1 or 3 into K = 32, batch 128 on 28x28 and 32x32:   0.3 - 0.75
 //   C = 8 into K = 32, batch 128 on 32x32:                  1.0 - 1.4
 //   C or K = 8 to 32 with the other 16 to 64, batch 128:    1.4 - 1.8
