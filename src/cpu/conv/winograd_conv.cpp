@@ -107,12 +107,10 @@ TileGeometry backward_data_geometry(const Conv2dDesc& d, int forced_tile) {
 template <typename T>
 struct StageBuffers {
   T* stage;  // a x a x chunk
-  T* rows;   // a rows of m * chunk + 2: image rows padded with zeros
   std::int64_t chunk;
   int m;
   T* at(int i, int k) const { return stage + (i * (m + 2) + k) * chunk; }
-  std::int64_t row_stride() const { return m * chunk + 2; }
-  static std::int64_t elems(int m, std::int64_t chunk) { return points(m) * chunk + (m + 2) * (m * chunk + 2); }
+  static std::int64_t elems(int m, std::int64_t chunk) { return points(m) * chunk; }
 };
 
 struct WinogradPlan {
@@ -150,8 +148,7 @@ WinogradBuffers<T> carve_winograd(const WinogradPlan& plan, ConvPass pass, void*
 // Slot `slot`'s transform scratch.
 template <typename T>
 StageBuffers<T> stage_buffers(const WinogradBuffers<T>& buffers, const WinogradPlan& plan, std::int64_t slot) {
-  T* base = buffers.stages + slot * StageBuffers<T>::elems(plan.geo.m, plan.chunk);
-  return {base, base + points(plan.geo.m) * plan.chunk, plan.chunk, plan.geo.m};
+  return {buffers.stages + slot * StageBuffers<T>::elems(plan.geo.m, plan.chunk), plan.chunk, plan.geo.m};
 }
 
 // Chunk size and lanes: like the lanes of im2col_gemm they depend only on
@@ -228,30 +225,24 @@ struct ChunkTiles {
   }
 };
 
-// Rows h0 .. h0+rows-1, columns w0 .. w0+width-1 of a plane, with zeros
-// outside it: pointers straight into the plane when the window lies inside
-// it (most runs of a large image), else into a zero-padded copy in `scratch`.
-template <typename T, int Rows>
-void window_rows(const T* plane, std::int64_t height, std::int64_t width_of_plane, std::int64_t h0, std::int64_t w0,
-                 std::int64_t width, T* scratch, std::int64_t scratch_stride, const T* (&rows)[Rows]) {
-  if (h0 >= 0 && w0 >= 0 && h0 + Rows <= height && w0 + width <= width_of_plane) {
-    for (int a = 0; a < Rows; ++a) rows[a] = plane + (h0 + a) * width_of_plane + w0;
-    return;
-  }
-  const std::int64_t begin = std::clamp<std::int64_t>(-w0, 0, width);
-  const std::int64_t end = std::clamp<std::int64_t>(width_of_plane - w0, begin, width);
-  for (int a = 0; a < Rows; ++a) {
-    T* row = scratch + a * scratch_stride;
-    rows[a] = row;
-    const std::int64_t h = h0 + a;
-    if (h < 0 || h >= height) {
-      std::fill(row, row + width, T(0));
-      continue;
-    }
-    std::fill(row, row + begin, T(0));
-    std::copy(plane + h * width_of_plane + w0 + begin, plane + h * width_of_plane + w0 + end, row + begin);
-    std::fill(row + end, row + width, T(0));
-  }
+// The tiles [begin, end) of a run whose window of `width` columns, starting
+// at column w0 + m*j for tile j, lies inside a row of `row_width` columns.
+// The others (at most a couple at each end of a row) read or write with
+// bounds checks; these run as plain loops over adjacent tiles.
+struct InsideTiles {
+  std::int64_t begin, end;
+};
+InsideTiles inside_tiles(std::int64_t w0, int m, int width, std::int64_t row_width, std::int64_t count) {
+  const std::int64_t begin = std::min(count, w0 >= 0 ? 0 : (-w0 + m - 1) / m);
+  const std::int64_t room = row_width - width - w0;  // tile j fits while m*j <= room
+  const std::int64_t end = room < 0 ? begin : std::clamp(room / m + 1, begin, count);
+  return {begin, end};
+}
+// fn(j) for the tiles of [0, count) outside `inside`.
+template <typename Fn>
+void for_edge_tiles(const InsideTiles& inside, std::int64_t count, Fn&& fn) {
+  for (std::int64_t j = 0; j < inside.begin; ++j) fn(j);
+  for (std::int64_t j = inside.end; j < count; ++j) fn(j);
 }
 
 // The transforms below apply the 1-D transforms of winograd_transforms.h
@@ -277,18 +268,32 @@ void transform_inputs(const TileGeometry& g, const T* in, const ChunkTiles& tile
   for (std::int64_t c = 0; c < g.in_channels; ++c) {
     for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // D B, row by row: B^T applied to each row
       const TileRun& run = tiles.runs[r];
-      const T* rows[a];
-      window_rows(in + (run.image * g.in_channels + c) * plane, g.in_h, g.in_w, run.p - g.off_h, run.q - g.off_w,
-                  M * run.count + 2, s.rows, s.row_stride(), rows);
+      const T* src = in + (run.image * g.in_channels + c) * plane;
+      const std::int64_t h0 = run.p - g.off_h, w0 = run.q - g.off_w;
+      const InsideTiles inside = inside_tiles(w0, M, a, g.in_w, run.count);
       for (int i = 0; i < a; ++i) {
-        const T* row = rows[i];
         T* out = s.at(i, 0) + run.j0;
-        for (std::int64_t j = 0; j < run.count; ++j) {
-          T d[a], v[a];
-          for (int b = 0; b < a; ++b) d[b] = row[M * j + b];
-          F<M>::input_1d(d, v);
-          for (int k = 0; k < a; ++k) out[k * s.chunk + j] = v[k];
+        const std::int64_t h = h0 + i;
+        if (h < 0 || h >= g.in_h) {  // a row of padding: its transform is zero
+          for (int k = 0; k < a; ++k) std::fill(out + k * chunk, out + k * chunk + run.count, T(0));
+          continue;
         }
+        const T* row = src + h * g.in_w;
+        for (std::int64_t j = inside.begin; j < inside.end; ++j) {
+          T d[a], v[a];
+          for (int b = 0; b < a; ++b) d[b] = row[w0 + M * j + b];
+          F<M>::input_1d(d, v);
+          for (int k = 0; k < a; ++k) out[k * chunk + j] = v[k];
+        }
+        for_edge_tiles(inside, run.count, [&](std::int64_t j) {
+          T d[a], v[a];
+          for (int b = 0; b < a; ++b) {
+            const std::int64_t x = w0 + M * j + b;
+            d[b] = x >= 0 && x < g.in_w ? row[x] : T(0);
+          }
+          F<M>::input_1d(d, v);
+          for (int k = 0; k < a; ++k) out[k * chunk + j] = v[k];
+        });
       }
     }
     T* dst = V + c * chunk;
@@ -316,18 +321,30 @@ void transform_output_gradients(const TileGeometry& g, const T* dy, const ChunkT
   for (std::int64_t k = 0; k < g.out_channels; ++k) {
     for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // E A^T, row by row
       const TileRun& run = tiles.runs[r];
-      const T* rows[M];
-      window_rows(dy + (run.image * g.out_channels + k) * plane, g.out_h, g.out_w, run.p, run.q, M * run.count,
-                  s.rows, s.row_stride(), rows);
+      const InsideTiles inside = inside_tiles(run.q, M, M, g.out_w, run.count);
       for (int i = 0; i < M; ++i) {
-        const T* row = rows[i];
         T* out = s.at(i, 0) + run.j0;
-        for (std::int64_t j = 0; j < run.count; ++j) {
-          T e[M], v[a];
-          for (int b = 0; b < M; ++b) e[b] = row[M * j + b];
-          F<M>::output_gradient_1d(e, v);
-          for (int b = 0; b < a; ++b) out[b * s.chunk + j] = v[b];
+        const std::int64_t p = run.p + i;
+        if (p >= g.out_h) {  // below the plane: zeros, whose transform is zero
+          for (int b = 0; b < a; ++b) std::fill(out + b * chunk, out + b * chunk + run.count, T(0));
+          continue;
         }
+        const T* row = dy + (run.image * g.out_channels + k) * plane + p * g.out_w;
+        for (std::int64_t j = inside.begin; j < inside.end; ++j) {
+          T e[M], v[a];
+          for (int b = 0; b < M; ++b) e[b] = row[run.q + M * j + b];
+          F<M>::output_gradient_1d(e, v);
+          for (int b = 0; b < a; ++b) out[b * chunk + j] = v[b];
+        }
+        for_edge_tiles(inside, run.count, [&](std::int64_t j) {
+          T e[M], v[a];
+          for (int b = 0; b < M; ++b) {
+            const std::int64_t q = run.q + M * j + b;
+            e[b] = q < g.out_w ? row[q] : T(0);
+          }
+          F<M>::output_gradient_1d(e, v);
+          for (int b = 0; b < a; ++b) out[b * chunk + j] = v[b];
+        });
       }
     }
     T* dst = Eh + k * chunk;
@@ -365,25 +382,23 @@ void transform_outputs(const TileGeometry& g, const T* products, const ChunkTile
     for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // (A^T M) A, row by row
       const TileRun& run = tiles.runs[r];
       const int n_rows = static_cast<int>(std::min<std::int64_t>(M, g.out_h - run.p));
-      const std::int64_t width = std::min(M * run.count, g.out_w - run.q);
-      // The run's M x (M * count) outputs go straight to `out` when all lie inside it.
-      T* dst = out + (run.image * g.out_channels + k) * plane + run.p * g.out_w + run.q;
-      const bool whole = n_rows == M && width == M * run.count;
-      for (int i = 0; i < M; ++i) {
-        T* row = whole ? dst + i * g.out_w : s.rows + i * s.row_stride();
+      const InsideTiles inside = inside_tiles(run.q, M, M, g.out_w, run.count);
+      for (int i = 0; i < n_rows; ++i) {
+        T* row = out + (run.image * g.out_channels + k) * plane + (run.p + i) * g.out_w;
         const T* in = s.at(i, 0) + run.j0;
-        for (std::int64_t j = 0; j < run.count; ++j) {
+        for (std::int64_t j = inside.begin; j < inside.end; ++j) {
           T m[a], y[M];
-          for (int b = 0; b < a; ++b) m[b] = in[b * s.chunk + j];
+          for (int b = 0; b < a; ++b) m[b] = in[b * chunk + j];
           F<M>::output_1d(m, y);
-          for (int b = 0; b < M; ++b) row[M * j + b] = y[b] + bias_k;
+          for (int b = 0; b < M; ++b) row[run.q + M * j + b] = y[b] + bias_k;
         }
+        for_edge_tiles(inside, run.count, [&](std::int64_t j) {  // the last tile, partly past the edge
+          T m[a], y[M];
+          for (int b = 0; b < a; ++b) m[b] = in[b * chunk + j];
+          F<M>::output_1d(m, y);
+          for (int b = 0; b < M && run.q + M * j + b < g.out_w; ++b) row[run.q + M * j + b] = y[b] + bias_k;
+        });
       }
-      if (!whole)
-        for (int i = 0; i < n_rows; ++i) {
-          const T* row = s.rows + i * s.row_stride();
-          std::copy(row, row + width, dst + i * g.out_w);
-        }
     }
   }
 }
