@@ -257,55 +257,66 @@ void for_edge_tiles(const InsideTiles& inside, std::int64_t count, Fn&& fn) {
 // their scalar remainders. Stage entry (i, k, j) holds entry k of the 1-D
 // transform of row i of tile j.
 
-// V[xi][c][j] = (B^T D B)[xi] for the a x a patch D of input channel c under
-// tile j of the chunk. Patches that cross the plane's edge read zeros there.
-template <int M, typename T>
-void transform_inputs(const TileGeometry& g, const T* in, const ChunkTiles& tiles, const StageBuffers<T>& s, T* V) {
-  const std::int64_t chunk = s.chunk;
+// The shared shape of the input and output-gradient transforms: for every
+// channel plane and tile j, the In x In window whose top-left corner is
+// (p + row0, q + col0) for the tile's first output (p, q), with zeros outside
+// the plane, goes to L X L^T through the 1-D transform `f` (In -> a values),
+// and entry (i, k) of that lands at dst[(i*a + k)*point_stride + c*chunk + j].
+template <int M, int In, typename T, typename Transform1d>
+void transform_windows(const T* planes, std::int64_t channels, std::int64_t height, std::int64_t width,
+                       std::int64_t row0, std::int64_t col0, const ChunkTiles& tiles, const StageBuffers<T>& s,
+                       Transform1d f, T* dst) {
   constexpr int a = F<M>::kTile;
-  const std::int64_t point_stride = g.in_channels * chunk;
-  const std::int64_t plane = g.in_h * g.in_w;
-  for (std::int64_t c = 0; c < g.in_channels; ++c) {
-    for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // D B, row by row: B^T applied to each row
+  const std::int64_t chunk = s.chunk, point_stride = channels * chunk, plane = height * width;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // X L^T, row by row
       const TileRun& run = tiles.runs[r];
-      const T* src = in + (run.image * g.in_channels + c) * plane;
-      const std::int64_t h0 = run.p - g.off_h, w0 = run.q - g.off_w;
-      const InsideTiles inside = inside_tiles(w0, M, a, g.in_w, run.count);
-      for (int i = 0; i < a; ++i) {
+      const T* src = planes + (run.image * channels + c) * plane;
+      const std::int64_t h0 = run.p + row0, w0 = run.q + col0;
+      const InsideTiles inside = inside_tiles(w0, M, In, width, run.count);
+      for (int i = 0; i < In; ++i) {
         T* out = s.at(i, 0) + run.j0;
         const std::int64_t h = h0 + i;
-        if (h < 0 || h >= g.in_h) {  // a row of padding: its transform is zero
+        if (h < 0 || h >= height) {  // a row of zeros, whose transform is zero
           for (int k = 0; k < a; ++k) std::fill(out + k * chunk, out + k * chunk + run.count, T(0));
           continue;
         }
-        const T* row = src + h * g.in_w;
+        const T* row = src + h * width;
         for (std::int64_t j = inside.begin; j < inside.end; ++j) {
-          T d[a], v[a];
-          for (int b = 0; b < a; ++b) d[b] = row[w0 + M * j + b];
-          F<M>::input_1d(d, v);
+          T x[In], v[a];
+          for (int b = 0; b < In; ++b) x[b] = row[w0 + M * j + b];
+          f(x, v);
           for (int k = 0; k < a; ++k) out[k * chunk + j] = v[k];
         }
         for_edge_tiles(inside, run.count, [&](std::int64_t j) {
-          T d[a], v[a];
-          for (int b = 0; b < a; ++b) {
-            const std::int64_t x = w0 + M * j + b;
-            d[b] = x >= 0 && x < g.in_w ? row[x] : T(0);
+          T x[In], v[a];
+          for (int b = 0; b < In; ++b) {
+            const std::int64_t col = w0 + M * j + b;
+            x[b] = col >= 0 && col < width ? row[col] : T(0);
           }
-          F<M>::input_1d(d, v);
+          f(x, v);
           for (int k = 0; k < a; ++k) out[k * chunk + j] = v[k];
         });
       }
     }
-    T* dst = V + c * chunk;
-    for (int k = 0; k < a; ++k) {  // B^T (D B), column by column
+    T* channel_dst = dst + c * chunk;
+    for (int k = 0; k < a; ++k) {  // L (X L^T), column by column
       for (std::int64_t j = 0; j < tiles.count; ++j) {
-        T d[a], v[a];
-        for (int i = 0; i < a; ++i) d[i] = s.at(i, k)[j];
-        F<M>::input_1d(d, v);
-        for (int i = 0; i < a; ++i) dst[(i * a + k) * point_stride + j] = v[i];
+        T x[In], v[a];
+        for (int i = 0; i < In; ++i) x[i] = s.at(i, k)[j];
+        f(x, v);
+        for (int i = 0; i < a; ++i) channel_dst[(i * a + k) * point_stride + j] = v[i];
       }
     }
   }
+}
+
+// V[xi][c][j] = (B^T D B)[xi] for the a x a patch D of input channel c under
+// tile j of the chunk. Patches that cross the plane's edge read zeros there.
+template <int M, typename T>
+void transform_inputs(const TileGeometry& g, const T* in, const ChunkTiles& tiles, const StageBuffers<T>& s, T* V) {
+  transform_windows<M, F<M>::kTile>(in, g.in_channels, g.in_h, g.in_w, -g.off_h, -g.off_w, tiles, s,
+                                    [](const T* d, T* v) { F<M>::input_1d(d, v); }, V);
 }
 
 // Eh[xi][k][j] = (A E A^T)[xi] for the m x m block E of output-gradient
@@ -314,49 +325,8 @@ void transform_inputs(const TileGeometry& g, const T* in, const ChunkTiles& tile
 template <int M, typename T>
 void transform_output_gradients(const TileGeometry& g, const T* dy, const ChunkTiles& tiles,
                                 const StageBuffers<T>& s, T* Eh) {
-  const std::int64_t chunk = s.chunk;
-  constexpr int a = F<M>::kTile;
-  const std::int64_t point_stride = g.out_channels * chunk;
-  const std::int64_t plane = g.out_h * g.out_w;
-  for (std::int64_t k = 0; k < g.out_channels; ++k) {
-    for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // E A^T, row by row
-      const TileRun& run = tiles.runs[r];
-      const InsideTiles inside = inside_tiles(run.q, M, M, g.out_w, run.count);
-      for (int i = 0; i < M; ++i) {
-        T* out = s.at(i, 0) + run.j0;
-        const std::int64_t p = run.p + i;
-        if (p >= g.out_h) {  // below the plane: zeros, whose transform is zero
-          for (int b = 0; b < a; ++b) std::fill(out + b * chunk, out + b * chunk + run.count, T(0));
-          continue;
-        }
-        const T* row = dy + (run.image * g.out_channels + k) * plane + p * g.out_w;
-        for (std::int64_t j = inside.begin; j < inside.end; ++j) {
-          T e[M], v[a];
-          for (int b = 0; b < M; ++b) e[b] = row[run.q + M * j + b];
-          F<M>::output_gradient_1d(e, v);
-          for (int b = 0; b < a; ++b) out[b * chunk + j] = v[b];
-        }
-        for_edge_tiles(inside, run.count, [&](std::int64_t j) {
-          T e[M], v[a];
-          for (int b = 0; b < M; ++b) {
-            const std::int64_t q = run.q + M * j + b;
-            e[b] = q < g.out_w ? row[q] : T(0);
-          }
-          F<M>::output_gradient_1d(e, v);
-          for (int b = 0; b < a; ++b) out[b * chunk + j] = v[b];
-        });
-      }
-    }
-    T* dst = Eh + k * chunk;
-    for (int b = 0; b < a; ++b) {  // A (E A^T), column by column
-      for (std::int64_t j = 0; j < tiles.count; ++j) {
-        T e[M], v[a];
-        for (int i = 0; i < M; ++i) e[i] = s.at(i, b)[j];
-        F<M>::output_gradient_1d(e, v);
-        for (int i = 0; i < a; ++i) dst[(i * a + b) * point_stride + j] = v[i];
-      }
-    }
-  }
+  transform_windows<M, M>(dy, g.out_channels, g.out_h, g.out_w, 0, 0, tiles, s,
+                          [](const T* e, T* v) { F<M>::output_gradient_1d(e, v); }, Eh);
 }
 
 // out = A^T M A (+ bias) for every output channel and tile of the chunk,
