@@ -57,6 +57,11 @@ Outputs<T> run_passes(const ConvAlgorithm& algo, const Conv2dDesc& d, const Inpu
 
 std::uint64_t case_seed(std::size_t index) { return 1000 + index; }
 
+// What winograd computes: 3x3 filters at stride 1 without dilation.
+bool winograd_shape(const Conv2dDesc& d) {
+  return d.R == 3 && d.S == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1;
+}
+
 // An algorithm as registered, or winograd held to one output tile size (tile
 // 2 or 4), so that both of its tile sizes run every case.
 struct Variant {
@@ -87,9 +92,7 @@ class ConvAlgorithmCase : public ::testing::TestWithParam<std::tuple<Variant, st
       EXPECT_NE(support.reason.find("stride 1 only"), std::string::npos) << support.reason;
     } else {
       EXPECT_EQ(algo().algo(), ConvAlgo::winograd) << support.reason;
-      EXPECT_FALSE(d.R == 3 && d.S == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 &&
-                   d.dilation_w == 1)
-          << support.reason;
+      EXPECT_FALSE(winograd_shape(d)) << support.reason;
     }
     std::vector<float> buffer(1);
     EXPECT_THROW(algo().forward(conv_case().desc, DType::float32, buffer.data(), buffer.data(), nullptr,
@@ -215,9 +218,7 @@ TEST(ConvCases, CoverTheRequiredFeatures) {
   for (std::int64_t k : {5, 7, 11}) EXPECT_TRUE(any([k](const Conv2dDesc& d) { return d.R == k && d.S == k; })) << k;
   // winograd's cases: every edge of the tiling (odd P and Q, padding 0, 1,
   // and past the filter, asymmetric), groups, batch 1, C or K = 1, threads.
-  auto winograd = [](const Conv2dDesc& d) {
-    return d.R == 3 && d.S == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1;
-  };
+  const auto winograd = winograd_shape;
   EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.N == 1; }));
   EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.P() % 2 == 1 && d.Q() % 2 == 1; }));
   EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.pad_top == 0 && d.pad_left == 0; }));

@@ -64,9 +64,9 @@ ConvAlgo choose_conv_algorithm_heuristic(const Conv2dDesc& desc, DType dtype) {
   const bool large_filter = extent_h >= 5 && extent_w >= 5;
   const bool enough_outputs = desc.N * desc.P() * desc.Q() >= 2048;
   if (stride_one && large_filter && enough_outputs && runs(ConvAlgo::fft, desc, dtype)) return ConvAlgo::fft;
-  const bool winograd_shape = desc.R == 3 && desc.S == 3 && stride_one && desc.dilation_h == 1 &&
-                              desc.dilation_w == 1 && desc.C_per_group() >= 8 && desc.K_per_group() >= 8;
-  if (winograd_shape && enough_outputs && runs(ConvAlgo::winograd, desc, dtype)) return ConvAlgo::winograd;
+  // runs() checks the filter, stride and dilation winograd needs.
+  const bool enough_channels = desc.C_per_group() >= 8 && desc.K_per_group() >= 8;
+  if (enough_channels && enough_outputs && runs(ConvAlgo::winograd, desc, dtype)) return ConvAlgo::winograd;
   if (runs(ConvAlgo::im2col_gemm, desc, dtype)) return ConvAlgo::im2col_gemm;
   return ConvAlgo::direct;
 }
