@@ -8,6 +8,8 @@
 #include <new>
 #include <string>
 
+#include "core/block_cache.h"
+
 namespace convkit::cpu {
 
 namespace {
@@ -35,6 +37,33 @@ const char* simd_name() {
 #endif
 }
 
+void* aligned_allocate_or_null(std::size_t nbytes) {
+  constexpr std::size_t kAlign = 64;
+  if (nbytes > static_cast<std::size_t>(-1) - kAlign) return nullptr;
+  return std::aligned_alloc(kAlign, (nbytes + kAlign - 1) / kAlign * kAlign);
+}
+
+void aligned_free(void* p) { std::free(p); }
+
+// Blocks of 1 MiB and more (activations, their gradients, workspaces) are
+// kept, up to 1 GiB in all: glibc returns blocks that large to the kernel on
+// free, and a training step would page-fault them all in again every
+// iteration. Under AddressSanitizer every block comes straight from
+// aligned_alloc, so that a use after free or a read past the requested size
+// is still caught.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCacheBlocks = false;
+#else
+constexpr bool kCacheBlocks = true;
+#endif
+
+BlockCache& host_blocks() {
+  // Never destroyed: tensors held by other static objects may be freed after it would be.
+  static BlockCache* cache =
+      new BlockCache(aligned_allocate_or_null, aligned_free, std::size_t{1} << 20, std::size_t{1} << 30);
+  return *cache;
+}
+
 }  // namespace
 
 BackendInfo CpuBackend::info() const {
@@ -44,13 +73,18 @@ BackendInfo CpuBackend::info() const {
 }
 
 void* CpuBackend::allocate(std::size_t nbytes) {
-  constexpr std::size_t kAlign = 64;
-  void* p = std::aligned_alloc(kAlign, (nbytes + kAlign - 1) / kAlign * kAlign);
+  void* p = kCacheBlocks ? host_blocks().allocate(nbytes) : aligned_allocate_or_null(nbytes);
   CK_CHECK(p != nullptr, "cpu: out of memory allocating ", nbytes, " bytes");
   return p;
 }
 
-void CpuBackend::deallocate(void* ptr, std::size_t) { std::free(ptr); }
+void CpuBackend::deallocate(void* ptr, std::size_t nbytes) {
+  if (kCacheBlocks) {
+    host_blocks().free(ptr, nbytes);
+  } else {
+    aligned_free(ptr);
+  }
+}
 
 void CpuBackend::copy_from_host(void* dst, const void* src, std::size_t nbytes) {
   if (nbytes) std::memcpy(dst, src, nbytes);

@@ -2,9 +2,8 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <vector>
+
+#include "core/block_cache.h"
 
 namespace convkit::CK_GPU_NS {
 
@@ -21,59 +20,30 @@ namespace {
 
 // cudaMalloc and cudaFree synchronise the device and cost tens of
 // microseconds, and a training step frees and reallocates the same sizes every
-// iteration. Freed blocks are kept per rounded size and reused; when
-// cudaMalloc fails the cache is released and the allocation retried once.
-class CachingAllocator {
- public:
-  static std::size_t rounded(std::size_t n) {
-    constexpr std::size_t kSmall = 512, kLarge = std::size_t{2} << 20;
-    return n < (std::size_t{1} << 20) ? (n + kSmall - 1) / kSmall * kSmall : (n + kLarge - 1) / kLarge * kLarge;
-  }
-  void* allocate(std::size_t nbytes) {
-    const std::size_t size = rounded(nbytes);
-    {
-      std::lock_guard lock(mutex_);
-      auto& list = free_[size];
-      if (!list.empty()) {
-        void* p = list.back();
-        list.pop_back();
-        return p;
-      }
-    }
-    void* p = nullptr;
-    if (cudaMalloc(&p, size) != cudaSuccess) {
-      (void)cudaGetLastError();  // the failure is not sticky; clear it
-      release_cached();
-      const cudaError_t status = cudaMalloc(&p, size);
-      CK_CHECK(status == cudaSuccess, "cuda: out of device memory allocating ", nbytes, " bytes: ",
-               cudaGetErrorString(status));
-    }
-    return p;
-  }
-  void free(void* p, std::size_t nbytes) {
-    std::lock_guard lock(mutex_);
-    free_[rounded(nbytes)].push_back(p);
-  }
-  void release_cached() {
-    std::lock_guard lock(mutex_);
-    for (auto& [size, list] : free_)
-      for (void* p : list) cudaFree(p);
-    free_.clear();
-  }
+// iteration: every freed block is kept for reuse (core/block_cache.h).
+void* cuda_allocate_or_null(std::size_t nbytes) {
+  void* p = nullptr;
+  if (cudaMalloc(&p, nbytes) == cudaSuccess) return p;
+  (void)cudaGetLastError();  // the failure is not sticky; clear it
+  return nullptr;
+}
 
- private:
-  std::mutex mutex_;
-  std::map<std::size_t, std::vector<void*>> free_;
-};
+void cuda_free(void* p) { (void)cudaFree(p); }
 
-CachingAllocator& allocator() {
-  static CachingAllocator* a = new CachingAllocator;  // never destroyed: frees after the driver unloads crash
-  return *a;
+BlockCache& allocator() {
+  // Never destroyed: frees after the driver unloads crash.
+  static BlockCache* cache = new BlockCache(cuda_allocate_or_null, cuda_free, 0, static_cast<std::size_t>(-1));
+  return *cache;
 }
 
 }  // namespace
 
-void* device_allocate(std::size_t nbytes) { return allocator().allocate(nbytes); }
+void* device_allocate(std::size_t nbytes) {
+  void* p = allocator().allocate(nbytes);
+  CK_CHECK(p != nullptr, "cuda: out of device memory allocating ", nbytes,
+           " bytes (cudaMalloc failed again after the cached blocks were freed)");
+  return p;
+}
 void device_free(void* ptr, std::size_t nbytes) { allocator().free(ptr, nbytes); }
 void copy_host_to_device(void* dst, const void* src, std::size_t n) {
   CK_CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
