@@ -5,6 +5,7 @@
 
 #include "convkit/core/philox.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/philox_lanes.h"
 #include "cpu/strided_loop.h"
 
 namespace convkit::cpu {
@@ -164,10 +165,12 @@ void CpuBackend::uniform(const Tensor& out, std::uint64_t seed, std::uint64_t of
                          double hi) {
   dispatch_floating(out.dtype(), "uniform", [&]<typename T>() {
     T* o = static_cast<T*>(out.raw_data());
-    const std::int64_t n = out.numel();
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (std::int64_t i = 0; i < n; ++i)
-      o[i] = static_cast<T>(lo + (hi - lo) * philox::uniform(seed, offset, static_cast<std::uint64_t>(i)));
+    // Element for element what philox::uniform(seed, offset, i) gives.
+    for_each_philox_group(seed, offset, static_cast<std::uint64_t>(out.numel()), 65536,
+                          [&](const std::uint32_t* words, std::uint64_t first, std::uint64_t begin, std::uint64_t end) {
+                            for (std::uint64_t e = begin; e < end; ++e)
+                              o[e - offset] = static_cast<T>(lo + (hi - lo) * philox::to_unit_float(words[e - first]));
+                          });
   });
 }
 
@@ -175,10 +178,14 @@ void CpuBackend::normal(const Tensor& out, std::uint64_t seed, std::uint64_t off
                         double std) {
   dispatch_floating(out.dtype(), "normal", [&]<typename T>() {
     T* o = static_cast<T*>(out.raw_data());
-    const std::int64_t n = out.numel();
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (std::int64_t i = 0; i < n; ++i)
-      o[i] = static_cast<T>(mean + std * philox::normal(seed, offset, static_cast<std::uint64_t>(i)));
+    // Element for element what philox::normal(seed, offset, i) gives.
+    for_each_philox_group(seed, offset, static_cast<std::uint64_t>(out.numel()), 65536,
+                          [&](const std::uint32_t* words, std::uint64_t first, std::uint64_t begin, std::uint64_t end) {
+                            for (std::uint64_t e = begin; e < end; ++e) {
+                              const std::uint64_t k = e - first, pair = k - k % 4 + (k % 4) / 2 * 2;
+                              o[e - offset] = static_cast<T>(mean + std * philox::box_muller(words[pair], words[pair + 1], k % 2 != 0));
+                            }
+                          });
   });
 }
 

@@ -47,5 +47,35 @@ TEST(Philox, UniformAndNormalHaveTheRightMoments) {
   EXPECT_NEAR(sn2 / 200000, 1.0, 0.02);
 }
 
+// The cpu backend draws kPhiloxLanes blocks at a time (src/cpu/philox_lanes.h)
+// and in parallel above 65,536 elements; every element must still be the
+// per-element definition's, at offsets inside a block and at the ends of
+// the groups, in float and double.
+TEST(Philox, CpuStreamsAreThePerElementDefinition) {
+  Backend& cpu = backend_for(kCPU);
+  for (const DType dtype : {DType::float32, DType::float64}) {
+    for (const std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{3}, std::uint64_t{62}, std::uint64_t{1} << 33}) {
+      for (const std::int64_t n : {std::int64_t{1}, std::int64_t{67}, std::int64_t{70001}}) {
+        const Tensor u = empty({n}, TensorOptions().dtype(dtype)), g = empty({n}, TensorOptions().dtype(dtype));
+        cpu.uniform(u, 99, offset, -2.0, 3.0);
+        cpu.normal(g, 99, offset, 0.5, 2.0);
+        const auto uv = u.to_vector<double>(), gv = g.to_vector<double>();
+        std::int64_t wrong = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const auto e = static_cast<std::uint64_t>(i);
+          const double want_u = -2.0 + 5.0 * philox::uniform(99, offset, e);
+          const double want_g = 0.5 + 2.0 * philox::normal(99, offset, e);
+          const bool same = dtype == DType::float64
+                                ? uv[static_cast<std::size_t>(i)] == want_u && gv[static_cast<std::size_t>(i)] == want_g
+                                : uv[static_cast<std::size_t>(i)] == static_cast<double>(static_cast<float>(want_u)) &&
+                                      gv[static_cast<std::size_t>(i)] == static_cast<double>(static_cast<float>(want_g));
+          wrong += same ? 0 : 1;
+        }
+        EXPECT_EQ(wrong, 0) << dtype_name(dtype) << " offset " << offset << " n " << n;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace convkit

@@ -59,18 +59,24 @@ CK_HOST_DEVICE inline float uniform(std::uint64_t seed, std::uint64_t offset, st
 
 namespace convkit::philox {
 
+// Box-Muller on one pair of words: the cosine normal, or the sine one.
+CK_HOST_DEVICE inline float box_muller(std::uint32_t first, std::uint32_t second, bool sine) {
+  // (x >> 8) + 1 keeps the log's argument in (0, 1].
+  const float u1 = (static_cast<float>(first >> 8) + 1.0f) * (1.0f / 16777216.0f);
+  const float u2 = to_unit_float(second);
+  const float r = sqrtf(-2.0f * logf(u1));
+  const float theta = 6.2831853071795864f * u2;
+  return sine ? r * sinf(theta) : r * cosf(theta);
+}
+
 // Element i of a standard-normal stream (Box-Muller on word pairs). Each
-// Philox block gives four normals; (words 0,1) and (words 2,3) form the pairs.
+// Philox block gives four normals; (words 0,1) and (words 2,3) form the pairs,
+// the even element of a pair takes the cosine.
 CK_HOST_DEVICE inline float normal(std::uint64_t seed, std::uint64_t offset, std::uint64_t i) {
   const std::uint64_t e = offset + i;
   const U32x4 w = block_words(seed, e / 4);
   const int pair = static_cast<int>(e % 4) / 2;
-  // (x >> 8) + 1 keeps the log's argument in (0, 1].
-  const float u1 = (static_cast<float>(w.v[2 * pair] >> 8) + 1.0f) * (1.0f / 16777216.0f);
-  const float u2 = to_unit_float(w.v[2 * pair + 1]);
-  const float r = sqrtf(-2.0f * logf(u1));
-  const float theta = 6.2831853071795864f * u2;
-  return (e % 2 == 0) ? r * cosf(theta) : r * sinf(theta);
+  return box_muller(w.v[2 * pair], w.v[2 * pair + 1], e % 2 != 0);
 }
 
 }  // namespace convkit::philox
