@@ -37,11 +37,12 @@ class BlockCache {
   }
 
   // A block of at least nbytes (rounded(nbytes) when it may be cached), or
-  // nullptr when the raw allocator fails even after the cache has been released.
+  // nullptr when the raw allocator fails even after the cache has been
+  // released (for any size: the cached blocks may be what a small request lacks).
   void* allocate(std::size_t nbytes) {
     const std::size_t size = rounded(nbytes);
-    if (size < min_cached_) return raw_allocate_(nbytes);
-    {
+    const bool cacheable = size >= min_cached_;
+    if (cacheable) {
       std::lock_guard lock(mutex_);
       auto it = free_.find(size);
       if (it != free_.end() && !it->second.empty()) {
@@ -51,10 +52,11 @@ class BlockCache {
         return p;
       }
     }
-    void* p = raw_allocate_(size);
+    const std::size_t raw_size = cacheable ? size : nbytes;
+    void* p = raw_allocate_(raw_size);
     if (p == nullptr) {
       release_cached();
-      p = raw_allocate_(size);
+      p = raw_allocate_(raw_size);
     }
     return p;
   }

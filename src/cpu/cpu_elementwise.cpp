@@ -182,7 +182,8 @@ void CpuBackend::normal(const Tensor& out, std::uint64_t seed, std::uint64_t off
     for_each_philox_group(seed, offset, static_cast<std::uint64_t>(out.numel()), 65536,
                           [&](const std::uint32_t* words, std::uint64_t first, std::uint64_t begin, std::uint64_t end) {
                             for (std::uint64_t e = begin; e < end; ++e) {
-                              const std::uint64_t k = e - first, pair = k - k % 4 + (k % 4) / 2 * 2;
+                              // Words (0,1) and (2,3) of a block pair up; first is a multiple of 4.
+                              const std::uint64_t k = e - first, pair = k - k % 2;
                               o[e - offset] = static_cast<T>(mean + std * philox::box_muller(words[pair], words[pair + 1], k % 2 != 0));
                             }
                           });

@@ -55,8 +55,8 @@ inline void philox_lanes(std::uint64_t seed, std::uint64_t first_block, std::uin
 // blocks, in parallel when n > parallel_min. For each group it calls
 // f(words, first, begin, end): words[k] is the word of stream position
 // first + k (first is a multiple of 4, so a block's words are
-// words[k - k % 4 .. k - k % 4 + 3]), and the group covers the tensor's
-// elements at stream positions [begin, end), i.e. elements begin - offset ...
+// words[k - k % 4 .. k - k % 4 + 3]), and the group covers stream positions
+// [begin, end), which are the tensor's elements begin - offset .. end - offset - 1.
 template <typename F>
 void for_each_philox_group(std::uint64_t seed, std::uint64_t offset, std::uint64_t n, std::uint64_t parallel_min,
                            F&& f) {

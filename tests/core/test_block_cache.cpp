@@ -120,6 +120,19 @@ TEST(BlockCache, ReleasesTheCacheAndRetriesWhenTheRawAllocatorFails) {
   EXPECT_EQ(Raw::outstanding, 0u);
 }
 
+// A request too small to be cached may still need the memory the cache holds.
+TEST(BlockCache, ASmallRequestAlsoGetsTheCachedMemoryBack) {
+  Raw::reset(8 * kMiB + 50);
+  BlockCache cache(Raw::allocate, Raw::free, kMiB, 64 * kMiB);
+  void* a = cache.allocate(8 * kMiB);
+  cache.free(a, 8 * kMiB);        // cached: the raw allocator has 50 bytes left
+  void* small = cache.allocate(100);  // fails, releases the 8 MiB, retries
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(cache.cached_bytes(), 0u);
+  cache.free(small, 100);
+  EXPECT_EQ(Raw::outstanding, 0u);
+}
+
 // Many threads allocating and freeing the same sizes: every block handed out
 // is distinct while it is held, and nothing is lost.
 TEST(BlockCache, ThreadsNeverShareABlock) {
