@@ -62,17 +62,25 @@ bool winograd_shape(const Conv2dDesc& d) {
   return d.R == 3 && d.S == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1;
 }
 
-// An algorithm as registered, or winograd held to one output tile size (tile
-// 2 or 4), so that both of its tile sizes run every case.
+// An algorithm as registered, winograd held to one output tile size (tile
+// 2 or 4), or im2col_gemm held to one GEMM kernel, so that every tile size and
+// kernel runs every case.
 struct Variant {
   ConvAlgo algo;
   int tile = 0;
+  GemmKernel kernel = GemmKernel::automatic;
 };
 const ConvAlgorithm& variant_algorithm(const Variant& v) {
-  return v.tile != 0 ? winograd_conv_algorithm_with_tile(v.tile) : conv_algorithm(v.algo);
+  if (v.tile != 0) return winograd_conv_algorithm_with_tile(v.tile);
+  if (v.kernel != GemmKernel::automatic) return im2col_gemm_conv_algorithm_with_kernel(v.kernel);
+  return conv_algorithm(v.algo);
 }
 std::string variant_name(const Variant& v) {
-  return std::string(conv_algo_name(v.algo)) + (v.tile != 0 ? "_f" + std::to_string(v.tile) : "");
+  std::string name(conv_algo_name(v.algo));
+  if (v.tile != 0) name += "_f" + std::to_string(v.tile);
+  if (v.kernel == GemmKernel::eigen) name += "_eigen";
+  if (v.kernel == GemmKernel::taps) name += "_taps";
+  return name;
 }
 
 class ConvAlgorithmCase : public ::testing::TestWithParam<std::tuple<Variant, std::size_t>> {
@@ -198,7 +206,9 @@ INSTANTIATE_TEST_SUITE_P(AllCases, ConvAlgorithmCase,
                          ::testing::Combine(::testing::Values(Variant{ConvAlgo::direct}, Variant{ConvAlgo::im2col_gemm},
                                                               Variant{ConvAlgo::fft}, Variant{ConvAlgo::winograd},
                                                               Variant{ConvAlgo::winograd, 2},
-                                                              Variant{ConvAlgo::winograd, 4}),
+                                                              Variant{ConvAlgo::winograd, 4},
+                                                              Variant{ConvAlgo::im2col_gemm, 0, GemmKernel::eigen},
+                                                              Variant{ConvAlgo::im2col_gemm, 0, GemmKernel::taps}),
                                             ::testing::Range<std::size_t>(0, conv_cases().size())),
                          case_name);
 

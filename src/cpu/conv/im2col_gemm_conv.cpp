@@ -11,6 +11,14 @@
 // column matrix (im2col.h). A 1x1, stride-1, unpadded convolution needs no
 // im2col at all: the image itself (C x H*W) is its column matrix.
 //
+// Two GEMM kernels compute these products (GemmKernel). `eigen` forms the
+// column matrix and hands it to Eigen: the simple twin, and the only path in
+// float64. `taps` (tap_gemm.h) is our implicit GEMM for stride-1 float32: it
+// reads the column matrix's rows straight out of a zero-padded copy of the
+// image, so a pass's scratch is one padded image (or output gradient) instead
+// of C*R*S x P*Q floats. `automatic` takes taps where it measured faster
+// (taps_pays_off; docs/algorithms/im2col_gemm.md has the figures).
+//
 // Memory: images are processed by "lanes". Lane i handles images i, i+lanes,
 // i+2*lanes, ...; lanes run in parallel, each GEMM single-threaded. The lane
 // count is fixed by the descriptor (at most kMaxLanes, fewer when
@@ -28,11 +36,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "cpu/conv/conv_common.h"
 #include "cpu/conv/eigen_maps.h"
 #include "cpu/conv/im2col.h"
 #include "cpu/conv/implementations.h"
+#include "cpu/conv/tap_gemm.h"
 
 namespace convkit::cpu {
 namespace {
@@ -58,19 +68,51 @@ struct GemmShape {
   std::int64_t dw_elems() const { return K * depth; }
 };
 
+// Whether automatic runs `pass` of `d` with the tap kernels. Measured on the
+// cifar10 layers at batch 128 (im2col_gemm.md): taps win forward and
+// backward-data on every 3x3 layer (1.5-2x); for backward-weights they win
+// on 32-column images (1.2x) and lose on 13-15 columns, where each tile's
+// rows are too short to pay for its final reductions.
+bool taps_pays_off(const Conv2dDesc& d, ConvPass pass) {
+  if (pass == ConvPass::backward_weights) return d.Q() >= 24;
+  return true;
+}
+
+// Which GEMM kernel runs a pass: taps only in float32, on shapes it computes,
+// in builds that have it, and never for the 1x1 case that needs no im2col.
+template <typename T>
+bool use_taps(const Conv2dDesc& d, ConvPass pass, GemmKernel kernel) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (kernel == GemmKernel::eigen || !tap_gemm_compiled() || !tap_gemm_shape(d) || GemmShape(d).image_is_col)
+      return false;
+    return kernel == GemmKernel::taps || taps_pays_off(d, pass);
+  }
+}
+
 template <typename T>
 struct LaneBuffers {
-  T* cols = nullptr;            // lanes x col_elems
+  T* cols = nullptr;            // lanes x scratch (column matrix, or the taps' padded image)
+  T* flipped_filters = nullptr; // backward-data with taps only
   T* accumulators = nullptr;    // (lanes - 1) x dw_elems, backward-weights only
   double* bias_sums = nullptr;  // lanes x K, backward-weights only
   std::size_t bytes = 0;
 };
 
+// Scratch of one lane: the column matrix, or with taps the padded image.
+std::int64_t lane_scratch_elems(const Conv2dDesc& d, ConvPass pass, bool taps) {
+  return taps ? tap_gemm_scratch_floats(d, pass) : GemmShape(d).col_elems();
+}
+
 template <typename T>
-LaneBuffers<T> carve_lanes(const GemmShape& g, ConvPass pass, std::int64_t lanes, void* base) {
+LaneBuffers<T> carve_lanes(const Conv2dDesc& d, ConvPass pass, bool taps, std::int64_t lanes, void* base) {
+  const GemmShape g(d);
   WorkspaceCarver carver(base);
   LaneBuffers<T> out;
-  out.cols = carver.take<T>(static_cast<std::size_t>(lanes * g.col_elems()));
+  out.cols = carver.take<T>(static_cast<std::size_t>(lanes * lane_scratch_elems(d, pass, taps)));
+  if (taps && pass == ConvPass::backward_data)
+    out.flipped_filters = carver.take<T>(static_cast<std::size_t>(tap_gemm_flipped_filter_floats(d)));
   if (pass == ConvPass::backward_weights) {
     out.accumulators = carver.take<T>(static_cast<std::size_t>((lanes - 1) * g.dw_elems()));
     out.bias_sums = carver.take<double>(static_cast<std::size_t>(lanes * g.K));
@@ -81,16 +123,19 @@ LaneBuffers<T> carve_lanes(const GemmShape& g, ConvPass pass, std::int64_t lanes
 
 // The most lanes (<= kMaxLanes, <= N) whose buffers fit in workspace_limit.
 template <typename T>
-std::int64_t plan_lanes(const Conv2dDesc& d, ConvPass pass) {
+std::int64_t plan_lanes(const Conv2dDesc& d, ConvPass pass, bool taps) {
   const GemmShape g(d);
   for (std::int64_t lanes = std::min(d.N, kMaxLanes); lanes >= 1; --lanes) {
-    if (carve_lanes<T>(g, pass, lanes, nullptr).bytes <= d.workspace_limit) return lanes;
+    if (carve_lanes<T>(d, pass, taps, lanes, nullptr).bytes <= d.workspace_limit) return lanes;
   }
+  const std::string scratch =
+      taps ? "a zero-padded image of " + std::to_string(lane_scratch_elems(d, pass, taps)) + " float32 values"
+           : "column matrix C*R*S x P*Q = " + std::to_string(g.groups * g.depth) + " x " + std::to_string(g.plane) +
+                 " " + std::string(dtype_name(dtype_of<T>::value)) + " values";
   CK_FAIL(conv_op_name(ConvAlgo::im2col_gemm, pass), ": one image needs ",
-          carve_lanes<T>(g, pass, 1, nullptr).bytes, " bytes of workspace (column matrix C*R*S x P*Q = ",
-          g.groups * g.depth, " x ", g.plane, " ", dtype_of<T>::value, " values) but workspace_limit is ",
-          d.workspace_limit, " bytes; raise Conv2dDesc::workspace_limit or use the direct algorithm; descriptor: ",
-          d.str());
+          carve_lanes<T>(d, pass, taps, 1, nullptr).bytes, " bytes of workspace (", scratch,
+          ") but workspace_limit is ", d.workspace_limit,
+          " bytes; raise Conv2dDesc::workspace_limit or use the direct algorithm; descriptor: ", d.str());
 }
 
 // The column buffer for run_lanes' `slot`. A thread reusing one buffer keeps
@@ -101,13 +146,28 @@ T* slot_cols(const LaneBuffers<T>& buffers, const GemmShape& g, std::int64_t slo
   return buffers.cols + slot * g.col_elems();
 }
 
+// The same for the taps' padded image.
 template <typename T>
-void im2col_gemm_forward(const Conv2dDesc& d, const T* x, const T* w, const T* b, T* y, void* workspace) {
+T* slot_scratch(const LaneBuffers<T>& buffers, const Conv2dDesc& d, ConvPass pass, std::int64_t slot) {
+  return buffers.cols + slot * tap_gemm_scratch_floats(d, pass);
+}
+
+template <typename T>
+void im2col_gemm_forward(const Conv2dDesc& d, GemmKernel kernel, const T* x, const T* w, const T* b, T* y,
+                         void* workspace) {
   const GemmShape g(d);
-  const std::int64_t lanes = plan_lanes<T>(d, ConvPass::forward);
-  const LaneBuffers<T> buffers = carve_lanes<T>(g, ConvPass::forward, lanes, workspace);
+  const bool taps = use_taps<T>(d, ConvPass::forward, kernel);
+  const std::int64_t lanes = plan_lanes<T>(d, ConvPass::forward, taps);
+  const LaneBuffers<T> buffers = carve_lanes<T>(d, ConvPass::forward, taps, lanes, workspace);
   run_lanes(lanes, worth_parallelising(d), [&](std::int64_t lane, std::int64_t slot, bool inner_parallel) {
     for (std::int64_t n = lane; n < g.N; n += lanes) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (taps) {
+          tap_gemm_forward_image(d, x + n * g.image, w, b, y + n * g.K * g.plane,
+                                 slot_scratch(buffers, d, ConvPass::forward, slot), inner_parallel);
+          continue;
+        }
+      }
       const T* cols = x + n * g.image;
       if (!g.image_is_col) {
         T* lane_cols = slot_cols(buffers, g, slot);
@@ -132,12 +192,24 @@ void im2col_gemm_forward(const Conv2dDesc& d, const T* x, const T* w, const T* b
 }
 
 template <typename T>
-void im2col_gemm_backward_data(const Conv2dDesc& d, const T* dy, const T* w, T* dx, void* workspace) {
+void im2col_gemm_backward_data(const Conv2dDesc& d, GemmKernel kernel, const T* dy, const T* w, T* dx,
+                               void* workspace) {
   const GemmShape g(d);
-  const std::int64_t lanes = plan_lanes<T>(d, ConvPass::backward_data);
-  const LaneBuffers<T> buffers = carve_lanes<T>(g, ConvPass::backward_data, lanes, workspace);
+  const bool taps = use_taps<T>(d, ConvPass::backward_data, kernel);
+  const std::int64_t lanes = plan_lanes<T>(d, ConvPass::backward_data, taps);
+  const LaneBuffers<T> buffers = carve_lanes<T>(d, ConvPass::backward_data, taps, lanes, workspace);
+  if constexpr (std::is_same_v<T, float>) {
+    if (taps) tap_gemm_flip_filters(d, w, buffers.flipped_filters);
+  }
   run_lanes(lanes, worth_parallelising(d), [&](std::int64_t lane, std::int64_t slot, bool inner_parallel) {
     for (std::int64_t n = lane; n < g.N; n += lanes) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (taps) {
+          tap_gemm_backward_data_image(d, dy + n * g.K * g.plane, buffers.flipped_filters, dx + n * g.image,
+                                       slot_scratch(buffers, d, ConvPass::backward_data, slot), inner_parallel);
+          continue;
+        }
+      }
       // Without im2col the column-gradient is the image gradient itself.
       T* dcols = g.image_is_col ? dx + n * g.image : slot_cols(buffers, g, slot);
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
@@ -154,11 +226,12 @@ void im2col_gemm_backward_data(const Conv2dDesc& d, const T* dy, const T* w, T* 
 // db, when not null, gets the bias gradient, summed in double per lane and
 // then over lanes in lane order (so, like dw, independent of the thread count).
 template <typename T>
-void im2col_gemm_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, T* dw, T* db,
+void im2col_gemm_backward_weights(const Conv2dDesc& d, GemmKernel kernel, const T* x, const T* dy, T* dw, T* db,
                                   void* workspace) {
   const GemmShape g(d);
-  const std::int64_t lanes = plan_lanes<T>(d, ConvPass::backward_weights);
-  const LaneBuffers<T> buffers = carve_lanes<T>(g, ConvPass::backward_weights, lanes, workspace);
+  const bool taps = use_taps<T>(d, ConvPass::backward_weights, kernel);
+  const std::int64_t lanes = plan_lanes<T>(d, ConvPass::backward_weights, taps);
+  const LaneBuffers<T> buffers = carve_lanes<T>(d, ConvPass::backward_weights, taps, lanes, workspace);
   auto accumulator = [&](std::int64_t lane) {
     return lane == 0 ? dw : buffers.accumulators + (lane - 1) * g.dw_elems();
   };
@@ -168,6 +241,17 @@ void im2col_gemm_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, 
     double* bias_sums = buffers.bias_sums + lane * g.K;
     std::fill(bias_sums, bias_sums + g.K, 0.0);
     for (std::int64_t n = lane; n < g.N; n += lanes) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (taps) {
+          tap_gemm_backward_weights_image(d, x + n * g.image, dy + n * g.K * g.plane, acc,
+                                          slot_scratch(buffers, d, ConvPass::backward_weights, slot),
+                                          inner_parallel);
+          if (db != nullptr) {
+            for (std::int64_t k = 0; k < g.K; ++k) bias_sums[k] += sum_in_double(dy + (n * g.K + k) * g.plane, g.plane);
+          }
+          continue;
+        }
+      }
       const T* cols = x + n * g.image;
       if (!g.image_is_col) {
         T* lane_cols = slot_cols(buffers, g, slot);
@@ -205,6 +289,7 @@ void im2col_gemm_backward_weights(const Conv2dDesc& d, const T* x, const T* dy, 
 
 class Im2colGemmConv final : public ConvAlgorithm {
  public:
+  explicit Im2colGemmConv(GemmKernel kernel) : kernel_(kernel) {}
   ConvAlgo algo() const override { return ConvAlgo::im2col_gemm; }
 
   Support supports(const Conv2dDesc& desc) const override {
@@ -220,7 +305,8 @@ class Im2colGemmConv final : public ConvAlgorithm {
     desc.validate(conv_op_name(algo(), pass).c_str());
     std::size_t bytes = 0;
     dispatch_floating(dtype, [&]<typename T>() {
-      bytes = carve_lanes<T>(GemmShape(desc), pass, plan_lanes<T>(desc, pass), nullptr).bytes;
+      const bool taps = use_taps<T>(desc, pass, kernel_);
+      bytes = carve_lanes<T>(desc, pass, taps, plan_lanes<T>(desc, pass, taps), nullptr).bytes;
     });
     return bytes;
   }
@@ -229,7 +315,7 @@ class Im2colGemmConv final : public ConvAlgorithm {
                void* y, void* workspace) const override {
     check_conv_call(*this, desc, dtype, ConvPass::forward, {{x, "x"}, {w, "w"}, {y, "y"}}, workspace);
     dispatch_floating(dtype, [&]<typename T>() {
-      im2col_gemm_forward<T>(desc, static_cast<const T*>(x), static_cast<const T*>(w),
+      im2col_gemm_forward<T>(desc, kernel_, static_cast<const T*>(x), static_cast<const T*>(w),
                              static_cast<const T*>(b), static_cast<T*>(y), workspace);
     });
   }
@@ -239,7 +325,7 @@ class Im2colGemmConv final : public ConvAlgorithm {
     check_conv_call(*this, desc, dtype, ConvPass::backward_data, {{dy, "dy"}, {w, "w"}, {dx, "dx"}},
                     workspace);
     dispatch_floating(dtype, [&]<typename T>() {
-      im2col_gemm_backward_data<T>(desc, static_cast<const T*>(dy), static_cast<const T*>(w),
+      im2col_gemm_backward_data<T>(desc, kernel_, static_cast<const T*>(dy), static_cast<const T*>(w),
                                    static_cast<T*>(dx), workspace);
     });
   }
@@ -249,17 +335,27 @@ class Im2colGemmConv final : public ConvAlgorithm {
     check_conv_call(*this, desc, dtype, ConvPass::backward_weights, {{x, "x"}, {dy, "dy"}, {dw, "dw"}},
                     workspace);
     dispatch_floating(dtype, [&]<typename T>() {
-      im2col_gemm_backward_weights<T>(desc, static_cast<const T*>(x), static_cast<const T*>(dy),
+      im2col_gemm_backward_weights<T>(desc, kernel_, static_cast<const T*>(x), static_cast<const T*>(dy),
                                       static_cast<T*>(dw), static_cast<T*>(db), workspace);
     });
   }
+
+ private:
+  GemmKernel kernel_;
 };
 
 }  // namespace
 
-const ConvAlgorithm& im2col_gemm_conv_algorithm() {
-  static const Im2colGemmConv instance;
-  return instance;
+const ConvAlgorithm& im2col_gemm_conv_algorithm() { return im2col_gemm_conv_algorithm_with_kernel(GemmKernel::automatic); }
+
+const ConvAlgorithm& im2col_gemm_conv_algorithm_with_kernel(GemmKernel kernel) {
+  static const Im2colGemmConv automatic(GemmKernel::automatic), eigen(GemmKernel::eigen), taps(GemmKernel::taps);
+  switch (kernel) {
+    case GemmKernel::eigen: return eigen;
+    case GemmKernel::taps: return taps;
+    case GemmKernel::automatic: break;
+  }
+  return automatic;
 }
 
 }  // namespace convkit::cpu

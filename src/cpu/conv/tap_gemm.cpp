@@ -1,0 +1,341 @@
+// Tap kernels (tap_gemm.h): a register-tiled GEMM whose B operand is read
+// from a zero-padded image at one fixed offset per filter tap.
+//
+// Forward tile: 6 output channels x 16 output columns of one output row, in
+// 12 ymm accumulators. Per tap it loads 2 vectors of the padded image and
+// broadcasts 6 filter values: 12 FMAs for 8 loads, which Zen 3's 3 load ports
+// issue in the time of the 6 FMA cycles. Backward-weights tile: 4 filters x 3
+// taps of one filter row, each accumulator an 8-wide partial sum over q,
+// reduced to a scalar once per image; per 8 columns it loads 4 vectors of dy
+// and 3 shifted vectors of the image for 12 FMAs.
+#include "cpu/conv/tap_gemm.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "convkit/core/error.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define CONVKIT_TAP_GEMM 1
+#endif
+
+namespace convkit::cpu {
+namespace {
+
+using i64 = std::int64_t;
+
+constexpr i64 kTileColumns = 16;   // forward tile width: two 8-float registers
+constexpr int kTileChannels = 6;   // forward tile height: 6 x 2 = 12 accumulators
+constexpr int kWeightFilters = 4;  // backward-weights tile: 4 filters ...
+constexpr int kWeightTaps = 3;     // ... x 3 taps = 12 accumulators
+
+i64 round_up(i64 n, i64 m) { return (n + m - 1) / m * m; }
+
+// A stack of zero-padded planes: `channels` planes of rows x pitch floats,
+// holding a channels x src_rows x src_cols source at (top, left). top or
+// left may be negative: source rows or columns that fall outside are dropped.
+struct PaddedPlanes {
+  i64 channels, rows, pitch, top, left;
+  i64 plane() const { return rows * pitch; }
+  i64 floats() const { return channels * plane(); }
+};
+
+// The padded image a forward or backward-weights pass reads: wide enough
+// that whole 16-column tiles (and the taps to their right) stay inside.
+PaddedPlanes padded_input(const Conv2dDesc& d) {
+  return {d.C, d.H + d.pad_top + d.pad_bottom, round_up(d.Q(), kTileColumns) + (d.S - 1) * d.dilation_w,
+          d.pad_top, d.pad_left};
+}
+
+// The padded output gradient backward-data correlates with the flipped filters.
+PaddedPlanes padded_output_gradient(const Conv2dDesc& d) {
+  return {d.K, d.H + (d.R - 1) * d.dilation_h, round_up(d.W, kTileColumns) + (d.S - 1) * d.dilation_w,
+          (d.R - 1) * d.dilation_h - d.pad_top, (d.S - 1) * d.dilation_w - d.pad_left};
+}
+
+// Writes every float of `dst` once: the source where it lands, zero elsewhere.
+void pad_planes(const float* src, i64 src_rows, i64 src_cols, const PaddedPlanes& dst, float* out) {
+  const i64 col_begin = std::max<i64>(0, -dst.left);
+  const i64 col_end = std::min(src_cols, dst.pitch - dst.left);
+  for (i64 c = 0; c < dst.channels; ++c) {
+    for (i64 row = 0; row < dst.rows; ++row) {
+      float* line = out + c * dst.plane() + row * dst.pitch;
+      const i64 src_row = row - dst.top;
+      if (src_row < 0 || src_row >= src_rows || col_end <= col_begin) {
+        std::fill(line, line + dst.pitch, 0.0f);
+        continue;
+      }
+      const i64 first = col_begin + dst.left, last = col_end + dst.left;
+      std::fill(line, line + first, 0.0f);
+      std::memcpy(line + first, src + (c * src_rows + src_row) * src_cols + col_begin,
+                  static_cast<std::size_t>(col_end - col_begin) * sizeof(float));
+      std::fill(line + last, line + dst.pitch, 0.0f);
+    }
+  }
+}
+
+// Offsets, within a padded buffer, of each filter tap (c, r, s) of `channels`
+// channels, in the filters' (c, r, s) order.
+std::vector<i64> tap_offsets(i64 channels, const Conv2dDesc& d, const PaddedPlanes& planes) {
+  std::vector<i64> offsets;
+  offsets.reserve(static_cast<std::size_t>(channels * d.R * d.S));
+  for (i64 c = 0; c < channels; ++c)
+    for (i64 r = 0; r < d.R; ++r)
+      for (i64 s = 0; s < d.S; ++s) offsets.push_back(c * planes.plane() + r * d.dilation_h * planes.pitch + s * d.dilation_w);
+  return offsets;
+}
+
+// One correlation of a padded buffer with a filter bank:
+//   out[o][p][q] = bias[o] + sum_t weights[o][t] * src[offsets[t] + p*pitch + q]
+struct Correlation {
+  const float* src;
+  i64 pitch;
+  const i64* offsets;
+  i64 taps;
+  const float* weights;  // out_channels x taps
+  const float* bias;     // out_channels, or nullptr for zero
+  float* out;            // out_channels x rows x cols
+  i64 out_channels, rows, cols;
+};
+
+#ifdef CONVKIT_TAP_GEMM
+
+// Lanes [0, count) of a 16-float tile as two 8-lane masks.
+struct TailMask {
+  __m256i low, high;
+  explicit TailMask(i64 count) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    low = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), lane);
+    high = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count - 8)), lane);
+  }
+};
+
+// Channels x 16 columns of one output row; `tail` masks the stores when the
+// row ends inside the tile (the loads past it read padding and are discarded).
+template <int Channels>
+[[gnu::always_inline]] inline void correlation_tile(const Correlation& c, i64 o0, const float* src, float* out, const TailMask* tail) {
+  // Locals, not c's fields: GCC otherwise reloads them every tap and runs
+  // out of registers, spilling the accumulators to the stack.
+  const i64 taps = c.taps;
+  const i64* offsets = c.offsets;
+  const float* weights[Channels];
+  __m256 acc[Channels][2];
+  for (int o = 0; o < Channels; ++o) {
+    weights[o] = c.weights + (o0 + o) * taps;
+    acc[o][0] = acc[o][1] = c.bias != nullptr ? _mm256_broadcast_ss(c.bias + o0 + o) : _mm256_setzero_ps();
+  }
+  for (i64 t = 0; t < taps; ++t) {
+    const float* x = src + offsets[t];
+    const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+    for (int o = 0; o < Channels; ++o) {
+      const __m256 w = _mm256_broadcast_ss(weights[o] + t);
+      acc[o][0] = _mm256_fmadd_ps(w, x0, acc[o][0]);
+      acc[o][1] = _mm256_fmadd_ps(w, x1, acc[o][1]);
+    }
+  }
+  const i64 out_plane = c.rows * c.cols;
+  if (tail == nullptr) {
+    for (int o = 0; o < Channels; ++o) {
+      _mm256_storeu_ps(out + o * out_plane, acc[o][0]);
+      _mm256_storeu_ps(out + o * out_plane + 8, acc[o][1]);
+    }
+  } else {
+    for (int o = 0; o < Channels; ++o) {
+      _mm256_maskstore_ps(out + o * out_plane, tail->low, acc[o][0]);
+      _mm256_maskstore_ps(out + o * out_plane + 8, tail->high, acc[o][1]);
+    }
+  }
+}
+
+// One output row's tiles for output channels [o0, o0 + Channels).
+template <int Channels>
+void correlation_row(const Correlation& c, i64 o0, i64 p, const TailMask& tail) {
+  for (i64 q0 = 0; q0 < c.cols; q0 += kTileColumns) {
+    correlation_tile<Channels>(c, o0, c.src + p * c.pitch + q0, c.out + (o0 * c.rows + p) * c.cols + q0,
+                               q0 + kTileColumns <= c.cols ? nullptr : &tail);
+  }
+}
+
+using CorrelationRow = void (*)(const Correlation&, i64, i64, const TailMask&);
+constexpr std::array<CorrelationRow, kTileChannels + 1> kCorrelationRows = {
+    nullptr, correlation_row<1>, correlation_row<2>, correlation_row<3>,
+    correlation_row<4>, correlation_row<5>, correlation_row<6>};
+
+void correlate(const Correlation& c, bool parallel) {
+  const TailMask tail(c.cols % kTileColumns);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (i64 p = 0; p < c.rows; ++p) {
+    for (i64 o0 = 0; o0 < c.out_channels; o0 += kTileChannels) {
+      const i64 channels = std::min<i64>(kTileChannels, c.out_channels - o0);
+      kCorrelationRows[static_cast<std::size_t>(channels)](c, o0, p, tail);
+    }
+  }
+}
+
+float horizontal_sum(__m256 v) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+// dw[f][t] += sum_{p,q} dy[f][p][q] * x_row[p*pitch + q + t*dilation_w] for
+// Filters filters and Taps consecutive taps of one filter row. dy is read in
+// place; its last partial vector of each row is a masked load, so the image
+// columns it meets (padding) are multiplied by zero.
+struct WeightGradient {
+  const float* dy;  // first filter's P x Q plane
+  i64 rows, cols, pitch, dilation_w;
+  float* dw;        // first filter's (c, r, s0) entry
+  i64 dw_filter_stride;
+};
+
+template <int Filters, int Taps>
+void weight_gradient_tile(const WeightGradient& g, const float* x_row) {
+  __m256 acc[Filters][Taps];
+  for (int f = 0; f < Filters; ++f)
+    for (int t = 0; t < Taps; ++t) acc[f][t] = _mm256_setzero_ps();
+  const i64 full = g.cols / 8 * 8;
+  const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(g.cols - full)),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const i64 plane = g.rows * g.cols;
+  auto step = [&](const float* x, const float* dy_row, i64 q, bool masked) {
+    __m256 xs[Taps];
+    for (int t = 0; t < Taps; ++t) xs[t] = _mm256_loadu_ps(x + q + t * g.dilation_w);
+    for (int f = 0; f < Filters; ++f) {
+      const float* dy = dy_row + f * plane + q;
+      const __m256 d = masked ? _mm256_maskload_ps(dy, tail) : _mm256_loadu_ps(dy);
+      for (int t = 0; t < Taps; ++t) acc[f][t] = _mm256_fmadd_ps(d, xs[t], acc[f][t]);
+    }
+  };
+  for (i64 p = 0; p < g.rows; ++p) {
+    const float* x = x_row + p * g.pitch;
+    const float* dy_row = g.dy + p * g.cols;
+    for (i64 q = 0; q < full; q += 8) step(x, dy_row, q, false);
+    if (full < g.cols) step(x, dy_row, full, true);
+  }
+  for (int f = 0; f < Filters; ++f)
+    for (int t = 0; t < Taps; ++t) g.dw[f * g.dw_filter_stride + t] += horizontal_sum(acc[f][t]);
+}
+
+using WeightGradientTile = void (*)(const WeightGradient&, const float*);
+template <int Filters>
+constexpr std::array<WeightGradientTile, kWeightTaps + 1> weight_tiles_for() {
+  return {nullptr, weight_gradient_tile<Filters, 1>, weight_gradient_tile<Filters, 2>, weight_gradient_tile<Filters, 3>};
+}
+constexpr std::array<std::array<WeightGradientTile, kWeightTaps + 1>, kWeightFilters + 1> kWeightGradientTiles = {
+    std::array<WeightGradientTile, kWeightTaps + 1>{}, weight_tiles_for<1>(), weight_tiles_for<2>(),
+    weight_tiles_for<3>(), weight_tiles_for<4>()};
+
+#endif  // CONVKIT_TAP_GEMM
+
+void require_compiled() {
+  CK_CHECK(tap_gemm_compiled(),
+           "conv2d tap kernels: this build has no AVX2 + FMA micro-kernels (compile with -march=native on an "
+           "AVX2 machine); im2col_gemm uses its Eigen path instead");
+}
+
+}  // namespace
+
+bool tap_gemm_compiled() {
+#ifdef CONVKIT_TAP_GEMM
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool tap_gemm_shape(const Conv2dDesc& d) { return d.stride_h == 1 && d.stride_w == 1; }
+
+std::int64_t tap_gemm_scratch_floats(const Conv2dDesc& d, ConvPass pass) {
+  return pass == ConvPass::backward_data ? padded_output_gradient(d).floats() : padded_input(d).floats();
+}
+
+std::int64_t tap_gemm_flipped_filter_floats(const Conv2dDesc& d) { return d.K * d.C_per_group() * d.R * d.S; }
+
+void tap_gemm_flip_filters(const Conv2dDesc& d, const float* w, float* wflip) {
+  const i64 Cg = d.C_per_group(), Kg = d.K_per_group(), R = d.R, S = d.S;
+  for (i64 g = 0; g < d.groups; ++g)
+    for (i64 k = 0; k < Kg; ++k)
+      for (i64 c = 0; c < Cg; ++c)
+        for (i64 r = 0; r < R; ++r)
+          for (i64 s = 0; s < S; ++s)
+            wflip[(((g * Cg + c) * Kg + k) * R + (R - 1 - r)) * S + (S - 1 - s)] =
+                w[(((g * Kg + k) * Cg + c) * R + r) * S + s];
+}
+
+void tap_gemm_forward_image(const Conv2dDesc& d, const float* x_image, const float* w, const float* b,
+                            float* y_image, float* scratch, bool parallel) {
+  require_compiled();
+#ifdef CONVKIT_TAP_GEMM
+  const PaddedPlanes planes = padded_input(d);
+  pad_planes(x_image, d.H, d.W, planes, scratch);
+  const i64 Cg = d.C_per_group(), Kg = d.K_per_group();
+  const std::vector<i64> offsets = tap_offsets(Cg, d, planes);
+  for (i64 g = 0; g < d.groups; ++g) {
+    const Correlation c{scratch + g * Cg * planes.plane(), planes.pitch, offsets.data(),
+                        static_cast<i64>(offsets.size()), w + g * Kg * Cg * d.R * d.S,
+                        b != nullptr ? b + g * Kg : nullptr, y_image + g * Kg * d.P() * d.Q(), Kg, d.P(), d.Q()};
+    correlate(c, parallel);
+  }
+#else
+  (void)d, (void)x_image, (void)w, (void)b, (void)y_image, (void)scratch, (void)parallel;
+#endif
+}
+
+void tap_gemm_backward_data_image(const Conv2dDesc& d, const float* dy_image, const float* wflip,
+                                  float* dx_image, float* scratch, bool parallel) {
+  require_compiled();
+#ifdef CONVKIT_TAP_GEMM
+  const PaddedPlanes planes = padded_output_gradient(d);
+  pad_planes(dy_image, d.P(), d.Q(), planes, scratch);
+  const i64 Cg = d.C_per_group(), Kg = d.K_per_group();
+  const std::vector<i64> offsets = tap_offsets(Kg, d, planes);
+  for (i64 g = 0; g < d.groups; ++g) {
+    const Correlation c{scratch + g * Kg * planes.plane(), planes.pitch, offsets.data(),
+                        static_cast<i64>(offsets.size()), wflip + g * Cg * Kg * d.R * d.S, nullptr,
+                        dx_image + g * Cg * d.H * d.W, Cg, d.H, d.W};
+    correlate(c, parallel);
+  }
+#else
+  (void)d, (void)dy_image, (void)wflip, (void)dx_image, (void)scratch, (void)parallel;
+#endif
+}
+
+void tap_gemm_backward_weights_image(const Conv2dDesc& d, const float* x_image, const float* dy_image,
+                                     float* dw, float* scratch, bool parallel) {
+  require_compiled();
+#ifdef CONVKIT_TAP_GEMM
+  const PaddedPlanes planes = padded_input(d);
+  pad_planes(x_image, d.H, d.W, planes, scratch);
+  const i64 Cg = d.C_per_group(), Kg = d.K_per_group(), R = d.R, S = d.S, P = d.P(), Q = d.Q();
+  const i64 filter_size = Cg * R * S;
+  const i64 blocks_per_group = (Kg + kWeightFilters - 1) / kWeightFilters;
+  // Filter blocks write disjoint rows of dw, so they can run on separate threads.
+#pragma omp parallel for schedule(static) if (parallel)
+  for (i64 block = 0; block < d.groups * blocks_per_group; ++block) {
+    const i64 g = block / blocks_per_group;
+    const i64 k0 = g * Kg + block % blocks_per_group * kWeightFilters;
+    const i64 filters = std::min<i64>(kWeightFilters, (g + 1) * Kg - k0);
+    for (i64 c = 0; c < Cg; ++c) {
+      for (i64 r = 0; r < R; ++r) {
+        for (i64 s0 = 0; s0 < S; s0 += kWeightTaps) {
+          const i64 taps = std::min<i64>(kWeightTaps, S - s0);
+          const WeightGradient wg{dy_image + k0 * P * Q, P, Q, planes.pitch, d.dilation_w,
+                                  dw + k0 * filter_size + (c * R + r) * S + s0, filter_size};
+          const float* x_row = scratch + (g * Cg + c) * planes.plane() + r * d.dilation_h * planes.pitch +
+                               s0 * d.dilation_w;
+          kWeightGradientTiles[static_cast<std::size_t>(filters)][static_cast<std::size_t>(taps)](wg, x_row);
+        }
+      }
+    }
+  }
+#else
+  (void)d, (void)x_image, (void)dy_image, (void)dw, (void)scratch, (void)parallel;
+#endif
+}
+
+}  // namespace convkit::cpu
