@@ -103,26 +103,18 @@ struct Correlation {
 
 #ifdef CONVKIT_TAP_GEMM
 
-// Lanes [0, count) of a 16-float tile as two 8-lane masks.
-struct TailMask {
-  __m256i low, high;
-  explicit TailMask(i64 count) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    low = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), lane);
-    high = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count - 8)), lane);
-  }
-};
-
-// Channels x 16 columns of one output row; `tail` masks the stores when the
-// row ends inside the tile (the loads past it read padding and are discarded).
+// Channels x 16 columns of one output row, written at out + o*out_stride.
 template <int Channels>
-[[gnu::always_inline]] inline void correlation_tile(const Correlation& c, i64 o0, const float* src, float* out, const TailMask* tail) {
-  // Locals, not c's fields: GCC otherwise reloads them every tap and runs
-  // out of registers, spilling the accumulators to the stack.
+[[gnu::always_inline]] inline void correlation_tile(const Correlation& c, i64 o0, const float* src, float* out,
+                                                    i64 out_stride) {
+  // Locals, not c's fields, and the channel loops unrolled early (the
+  // pragmas): otherwise GCC keeps the accumulators in a stack array and
+  // stores all 12 of them every tap.
   const i64 taps = c.taps;
   const i64* offsets = c.offsets;
   const float* weights[Channels];
   __m256 acc[Channels][2];
+#pragma GCC unroll 8
   for (int o = 0; o < Channels; ++o) {
     weights[o] = c.weights + (o0 + o) * taps;
     acc[o][0] = acc[o][1] = c.bias != nullptr ? _mm256_broadcast_ss(c.bias + o0 + o) : _mm256_setzero_ps();
@@ -130,47 +122,52 @@ template <int Channels>
   for (i64 t = 0; t < taps; ++t) {
     const float* x = src + offsets[t];
     const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+#pragma GCC unroll 8
     for (int o = 0; o < Channels; ++o) {
       const __m256 w = _mm256_broadcast_ss(weights[o] + t);
       acc[o][0] = _mm256_fmadd_ps(w, x0, acc[o][0]);
       acc[o][1] = _mm256_fmadd_ps(w, x1, acc[o][1]);
     }
   }
-  const i64 out_plane = c.rows * c.cols;
-  if (tail == nullptr) {
-    for (int o = 0; o < Channels; ++o) {
-      _mm256_storeu_ps(out + o * out_plane, acc[o][0]);
-      _mm256_storeu_ps(out + o * out_plane + 8, acc[o][1]);
-    }
-  } else {
-    for (int o = 0; o < Channels; ++o) {
-      _mm256_maskstore_ps(out + o * out_plane, tail->low, acc[o][0]);
-      _mm256_maskstore_ps(out + o * out_plane + 8, tail->high, acc[o][1]);
-    }
+#pragma GCC unroll 8
+  for (int o = 0; o < Channels; ++o) {
+    _mm256_storeu_ps(out + o * out_stride, acc[o][0]);
+    _mm256_storeu_ps(out + o * out_stride + 8, acc[o][1]);
   }
 }
 
-// One output row's tiles for output channels [o0, o0 + Channels).
+// One output row's tiles for output channels [o0, o0 + Channels). A tile
+// that runs past the row's end (its loads read padding) is written to a
+// stack buffer and its valid columns copied out: AVX2's masked stores take
+// tens of cycles each on AMD cores, and with them a 1-channel layer on
+// 28-column images ran at half the speed.
 template <int Channels>
-void correlation_row(const Correlation& c, i64 o0, i64 p, const TailMask& tail) {
-  for (i64 q0 = 0; q0 < c.cols; q0 += kTileColumns) {
-    correlation_tile<Channels>(c, o0, c.src + p * c.pitch + q0, c.out + (o0 * c.rows + p) * c.cols + q0,
-                               q0 + kTileColumns <= c.cols ? nullptr : &tail);
+void correlation_row(const Correlation& c, i64 o0, i64 p) {
+  const i64 out_plane = c.rows * c.cols;
+  const float* src = c.src + p * c.pitch;
+  float* out = c.out + (o0 * c.rows + p) * c.cols;
+  i64 q0 = 0;
+  for (; q0 + kTileColumns <= c.cols; q0 += kTileColumns)
+    correlation_tile<Channels>(c, o0, src + q0, out + q0, out_plane);
+  if (q0 < c.cols) {
+    alignas(32) float partial[Channels][kTileColumns];
+    correlation_tile<Channels>(c, o0, src + q0, &partial[0][0], kTileColumns);
+    for (int o = 0; o < Channels; ++o)
+      std::memcpy(out + o * out_plane + q0, partial[o], static_cast<std::size_t>(c.cols - q0) * sizeof(float));
   }
 }
 
-using CorrelationRow = void (*)(const Correlation&, i64, i64, const TailMask&);
+using CorrelationRow = void (*)(const Correlation&, i64, i64);
 constexpr std::array<CorrelationRow, kTileChannels + 1> kCorrelationRows = {
     nullptr, correlation_row<1>, correlation_row<2>, correlation_row<3>,
     correlation_row<4>, correlation_row<5>, correlation_row<6>};
 
 void correlate(const Correlation& c, bool parallel) {
-  const TailMask tail(c.cols % kTileColumns);
 #pragma omp parallel for schedule(static) if (parallel)
   for (i64 p = 0; p < c.rows; ++p) {
     for (i64 o0 = 0; o0 < c.out_channels; o0 += kTileChannels) {
       const i64 channels = std::min<i64>(kTileChannels, c.out_channels - o0);
-      kCorrelationRows[static_cast<std::size_t>(channels)](c, o0, p, tail);
+      kCorrelationRows[static_cast<std::size_t>(channels)](c, o0, p);
     }
   }
 }
@@ -199,6 +196,7 @@ template <int Filters, int Taps, bool Masked>
 [[gnu::always_inline]] inline void weight_gradient_step(__m256 (&acc)[Filters][Taps], const float* x, const float* dy,
                                                         i64 dy_plane, i64 dilation_w, __m256i tail) {
   __m256 xs[Taps];
+#pragma GCC unroll 4
   for (int t = 0; t < Taps; ++t) {
     xs[t] = _mm256_loadu_ps(x + t * dilation_w);
     // Keeps the vector in a register (here and for d below): GCC would
@@ -206,9 +204,11 @@ template <int Filters, int Taps, bool Masked>
     // FMAs instead of 6, and the load ports become the limit.
     asm("" : "+x"(xs[t]));
   }
+#pragma GCC unroll 4
   for (int f = 0; f < Filters; ++f) {
     __m256 d = Masked ? _mm256_maskload_ps(dy + f * dy_plane, tail) : _mm256_loadu_ps(dy + f * dy_plane);
     asm("" : "+x"(d));
+#pragma GCC unroll 4
     for (int t = 0; t < Taps; ++t) acc[f][t] = _mm256_fmadd_ps(d, xs[t], acc[f][t]);
   }
 }
@@ -216,7 +216,9 @@ template <int Filters, int Taps, bool Masked>
 template <int Filters, int Taps>
 void weight_gradient_tile(const WeightGradient& g, const float* x_row) {
   __m256 acc[Filters][Taps];
+#pragma GCC unroll 4
   for (int f = 0; f < Filters; ++f)
+#pragma GCC unroll 4
     for (int t = 0; t < Taps; ++t) acc[f][t] = _mm256_setzero_ps();
   const i64 cols = g.cols, full = cols / 8 * 8, plane = g.rows * cols, pitch = g.pitch, dilation_w = g.dilation_w;
   const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(cols - full)),
@@ -227,7 +229,9 @@ void weight_gradient_tile(const WeightGradient& g, const float* x_row) {
     for (i64 q = 0; q < full; q += 8) weight_gradient_step<Filters, Taps, false>(acc, x + q, dy + q, plane, dilation_w, tail);
     if (full < cols) weight_gradient_step<Filters, Taps, true>(acc, x + full, dy + full, plane, dilation_w, tail);
   }
+#pragma GCC unroll 4
   for (int f = 0; f < Filters; ++f)
+#pragma GCC unroll 4
     for (int t = 0; t < Taps; ++t) g.dw[f * g.dw_filter_stride + t] += horizontal_sum(acc[f][t]);
 }
 
