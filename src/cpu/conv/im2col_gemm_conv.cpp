@@ -71,15 +71,15 @@ struct GemmShape {
 // Whether automatic runs `pass` of `d` with the tap kernels. Measured on the
 // cifar10-cnn and fmnist-cnn layers at batch 128, against Eigen in the same
 // run (im2col_gemm.md has the table):
-//  - forward wins 1.2-1.6x with 27 or more taps per output (C*R*S) and
+//  - forward wins 1.1-1.7x with 27 or more taps per output (C*R*S) and
 //    loses 0.8x with 9 (a 1-channel 3x3 layer), where a tile's fixed costs
 //    outweigh its 9 steps;
 //  - backward-data, whose tile covers min(6, C/groups) input channels, wins
-//    1.3-1.6x from 3 channels up and loses 0.7x with 1, where the tile's two
+//    1.3-1.7x from 3 channels up and loses 0.7x with 1, where the tile's two
 //    accumulator chains leave the FMA units waiting on their latency;
-//  - backward-weights wins 1.6x on 28- and 32-column images and loses 0.6-0.95x
-//    on 13 and 15 columns, where each tile's rows are too short to pay for
-//    its final reductions.
+//  - backward-weights wins 1.4-2.0x on 28- to 32-column images and loses
+//    0.45-0.7x on 13 and 15 columns, where each tile's rows are too short to
+//    pay for its final reductions.
 bool taps_pays_off(const Conv2dDesc& d, ConvPass pass) {
   switch (pass) {
     case ConvPass::forward: return d.C_per_group() * d.R * d.S >= 18;
