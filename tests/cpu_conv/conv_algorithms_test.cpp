@@ -14,6 +14,7 @@
 #include "cpu/conv/conv_algorithm.h"
 #include "cpu/conv/conv_common.h"
 #include "cpu/conv/implementations.h"
+#include "cpu/conv/tap_gemm.h"
 #include "cpu_conv/conv_reference.h"
 #include "cpu_conv/conv_tolerance.h"
 
@@ -212,6 +213,33 @@ INSTANTIATE_TEST_SUITE_P(AllCases, ConvAlgorithmCase,
                                             ::testing::Range<std::size_t>(0, conv_cases().size())),
                          case_name);
 
+// The tap kernels against their simple twin, the Eigen kernel, on every
+// case: each lies within its tolerance of the float64 reference, so they may
+// differ by twice that.
+class TapGemmTwinCase : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(TapGemmTwinCase, TapsAgreeWithTheEigenKernelInFloat32) {
+  const Conv2dDesc& d = conv_cases()[GetParam()].desc;
+  if (!tap_gemm_compiled()) GTEST_SKIP() << "this build has no AVX2 + FMA tap kernels";
+  const Inputs<float> in(d, case_seed(GetParam()));
+  const Outputs<float> taps = run_passes<float>(im2col_gemm_conv_algorithm_with_kernel(GemmKernel::taps), d, in);
+  const Outputs<float> eigen = run_passes<float>(im2col_gemm_conv_algorithm_with_kernel(GemmKernel::eigen), d, in);
+  auto compare = [&](const std::vector<float>& a, const std::vector<float>& b, const Reference& ref, const char* what) {
+    std::vector<double> tol = tolerances<float>(ConvAlgo::im2col_gemm, ref);
+    for (double& t : tol) t *= 2;
+    EXPECT_TRUE(all_within(a, std::vector<double>(b.begin(), b.end()), tol)) << what << " " << d;
+  };
+  compare(taps.y, eigen.y, reference_forward(d, in.x, in.w, in.b), "forward");
+  compare(taps.dx, eigen.dx, reference_backward_data(d, in.dy, in.w), "backward_data");
+  compare(taps.dw, eigen.dw, reference_backward_weights(d, in.x, in.dy), "backward_weights");
+  EXPECT_EQ(taps.db, eigen.db) << "the bias gradient is the same double sum in both " << d;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCases, TapGemmTwinCase, ::testing::Range<std::size_t>(0, conv_cases().size()),
+                         [](const ::testing::TestParamInfo<std::size_t>& info) {
+                           return std::to_string(info.param) + "_" + conv_cases()[info.param].name;
+                         });
+
 TEST(ConvCases, CoverTheRequiredFeatures) {
   const auto& cases = conv_cases();
   EXPECT_GE(cases.size(), 30u);
@@ -238,6 +266,19 @@ TEST(ConvCases, CoverTheRequiredFeatures) {
   EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.C == 1; }));
   EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && d.K == 1; }));
   EXPECT_TRUE(any([&](const Conv2dDesc& d) { return winograd(d) && worth_parallelising(d) && d.groups > 1; }));
+  // The tap kernels' edges (stride 1): partial and whole 16-column tiles in
+  // one row, rows ending mid-vector, channel blocks of 6 and filter blocks
+  // of 4 with remainders, tap blocks of 3 with remainders, dilation, and a
+  // single image split over threads inside the pass.
+  const auto taps = [](const Conv2dDesc& d) { return d.stride_h == 1 && d.stride_w == 1; };
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && d.Q() > 16 && d.Q() % 16 != 0; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && d.Q() % 8 != 0 && d.W % 16 != 0; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && d.K_per_group() > 6 && d.K_per_group() % 6 != 0; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && d.C_per_group() > 6 && d.C_per_group() % 6 != 0; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && d.K_per_group() > 4 && d.K_per_group() % 4 != 0; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && d.S > 3 && d.S % 3 != 0; }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && (d.dilation_h > 1 || d.dilation_w > 1); }));
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && d.N == 1 && worth_parallelising(d); }));
   // Some cases are large enough that the algorithms run multi-threaded.
   EXPECT_TRUE(any([](const Conv2dDesc& d) { return worth_parallelising(d) && d.groups == 1; }));
   EXPECT_TRUE(any([](const Conv2dDesc& d) { return worth_parallelising(d) && d.groups > 1; }));
