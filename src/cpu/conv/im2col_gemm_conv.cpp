@@ -79,11 +79,15 @@ struct GemmShape {
 //    accumulator chains leave the FMA units waiting on their latency;
 //  - backward-weights wins 1.4-2.0x on 28- to 32-column images and loses
 //    0.45-0.7x on 13 and 15 columns, where each tile's rows are too short to
-//    pay for its final reductions.
+//    pay for its final reductions;
+//  - forward and backward-data need rows of 12 columns or more (Q, or W for
+//    backward-data): a tile is 16 columns wide, and on resnet18-cifar's 8x8
+//    and 4x4 layers (half or a quarter of each tile used) they lost 0.6-0.8x,
+//    while on 13 to 15 columns they still won.
 bool taps_pays_off(const Conv2dDesc& d, ConvPass pass) {
   switch (pass) {
-    case ConvPass::forward: return d.C_per_group() * d.R * d.S >= 18;
-    case ConvPass::backward_data: return d.C_per_group() >= 3;
+    case ConvPass::forward: return d.C_per_group() * d.R * d.S >= 18 && d.Q() >= 12;
+    case ConvPass::backward_data: return d.C_per_group() >= 3 && d.W >= 12;
     case ConvPass::backward_weights: return d.Q() >= 24;
   }
   return false;
