@@ -200,8 +200,8 @@ template <int Filters, int Taps, bool Masked>
   for (int t = 0; t < Taps; ++t) {
     xs[t] = _mm256_loadu_ps(x + t * dilation_w);
     // Keeps the vector in a register (here and for d below): GCC would
-    // otherwise fold the load into every FMA that uses it, 9 loads per 9
-    // FMAs instead of 6, and the load ports become the limit.
+    // otherwise fold the load into every FMA that uses it, 12 loads per 12
+    // FMAs instead of 7, and the load ports become the limit.
     asm("" : "+x"(xs[t]));
   }
 #pragma GCC unroll 4
