@@ -26,7 +26,7 @@
 // workspace_bytes() is a pure function of the descriptor, and which images
 // backward-weights sums together, in which order, does not depend on how many
 // threads run. The workspace holds one column buffer per lane, used by thread
-// (slot_cols). Backward-weights gives every lane but the first its own dw
+// (LaneBuffers::slot_scratch). Backward-weights gives every lane but the first its own dw
 // accumulator (lane 0 accumulates in dw itself) and adds them up in lane
 // order at the end. It sums the bias gradient in the same lane loop, right
 // after each image's GEMM has brought dy[n] into the cache: a separate pass
@@ -108,11 +108,16 @@ bool use_taps(const Conv2dDesc& d, ConvPass pass, GemmKernel kernel) {
 
 template <typename T>
 struct LaneBuffers {
-  T* cols = nullptr;            // lanes x scratch (column matrix, or the taps' padded image)
+  T* cols = nullptr;            // lanes x lane_elems (column matrix, or the taps' padded image)
+  std::int64_t lane_elems = 0;
   T* flipped_filters = nullptr; // backward-data with taps only
   T* accumulators = nullptr;    // (lanes - 1) x dw_elems, backward-weights only
   double* bias_sums = nullptr;  // lanes x K, backward-weights only
   std::size_t bytes = 0;
+  // The scratch buffer for run_lanes' `slot`. A thread reusing one buffer
+  // keeps it in its core's L2 from image to image, where cycling through the
+  // buffers of all its lanes would not (~12% faster for a 32-channel 3x3 layer).
+  T* slot_scratch(std::int64_t slot) const { return cols + slot * lane_elems; }
 };
 
 // Scratch of one lane: the column matrix, or with taps the padded image.
@@ -125,7 +130,8 @@ LaneBuffers<T> carve_lanes(const Conv2dDesc& d, ConvPass pass, bool taps, std::i
   const GemmShape g(d);
   WorkspaceCarver carver(base);
   LaneBuffers<T> out;
-  out.cols = carver.take<T>(static_cast<std::size_t>(lanes * lane_scratch_elems(d, pass, taps)));
+  out.lane_elems = lane_scratch_elems(d, pass, taps);
+  out.cols = carver.take<T>(static_cast<std::size_t>(lanes * out.lane_elems));
   if (taps && pass == ConvPass::backward_data)
     out.flipped_filters = carver.take<T>(static_cast<std::size_t>(tap_gemm_flipped_filter_floats(d)));
   if (pass == ConvPass::backward_weights) {
@@ -153,18 +159,13 @@ std::int64_t plan_lanes(const Conv2dDesc& d, ConvPass pass, bool taps) {
           " bytes; raise Conv2dDesc::workspace_limit or use the direct algorithm; descriptor: ", d.str());
 }
 
-// The column buffer for run_lanes' `slot`. A thread reusing one buffer keeps
-// it in its core's L2 from image to image, where cycling through the buffers
-// of all its lanes would not (~12% faster for a 32-channel 3x3 layer).
+// The column matrix of one image: formed in `scratch`, or the image itself
+// when the 1x1 shortcut needs no im2col.
 template <typename T>
-T* slot_cols(const LaneBuffers<T>& buffers, const GemmShape& g, std::int64_t slot) {
-  return buffers.cols + slot * g.col_elems();
-}
-
-// The same for the taps' padded image.
-template <typename T>
-T* slot_scratch(const LaneBuffers<T>& buffers, const Conv2dDesc& d, ConvPass pass, std::int64_t slot) {
-  return buffers.cols + slot * tap_gemm_scratch_floats(d, pass);
+const T* column_matrix(const Conv2dDesc& d, const T* image, T* scratch, bool parallel) {
+  if (GemmShape(d).image_is_col) return image;
+  im2col(d, image, scratch, parallel);
+  return scratch;
 }
 
 template <typename T>
@@ -179,16 +180,11 @@ void im2col_gemm_forward(const Conv2dDesc& d, GemmKernel kernel, const T* x, con
       if constexpr (std::is_same_v<T, float>) {
         if (taps) {
           tap_gemm_forward_image(d, x + n * g.image, w, b, y + n * g.K * g.plane,
-                                 slot_scratch(buffers, d, ConvPass::forward, slot), inner_parallel);
+                                 buffers.slot_scratch(slot), inner_parallel);
           continue;
         }
       }
-      const T* cols = x + n * g.image;
-      if (!g.image_is_col) {
-        T* lane_cols = slot_cols(buffers, g, slot);
-        im2col(d, cols, lane_cols, inner_parallel);
-        cols = lane_cols;
-      }
+      const T* cols = column_matrix(d, x + n * g.image, buffers.slot_scratch(slot), inner_parallel);
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
         ConstMatrixMap<T> w_g(w + grp * g.Kg * g.depth, g.Kg, g.depth);
         ConstMatrixMap<T> col_g(cols + grp * g.depth * g.plane, g.depth, g.plane);
@@ -221,12 +217,12 @@ void im2col_gemm_backward_data(const Conv2dDesc& d, GemmKernel kernel, const T* 
       if constexpr (std::is_same_v<T, float>) {
         if (taps) {
           tap_gemm_backward_data_image(d, dy + n * g.K * g.plane, buffers.flipped_filters, dx + n * g.image,
-                                       slot_scratch(buffers, d, ConvPass::backward_data, slot), inner_parallel);
+                                       buffers.slot_scratch(slot), inner_parallel);
           continue;
         }
       }
       // Without im2col the column-gradient is the image gradient itself.
-      T* dcols = g.image_is_col ? dx + n * g.image : slot_cols(buffers, g, slot);
+      T* dcols = g.image_is_col ? dx + n * g.image : buffers.slot_scratch(slot);
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
         ConstMatrixMap<T> w_g(w + grp * g.Kg * g.depth, g.Kg, g.depth);
         ConstMatrixMap<T> dy_g(dy + (n * g.K + grp * g.Kg) * g.plane, g.Kg, g.plane);
@@ -256,28 +252,22 @@ void im2col_gemm_backward_weights(const Conv2dDesc& d, GemmKernel kernel, const 
     double* bias_sums = buffers.bias_sums + lane * g.K;
     std::fill(bias_sums, bias_sums + g.K, 0.0);
     for (std::int64_t n = lane; n < g.N; n += lanes) {
+      bool added = false;  // this image's dw, by the tap kernels
       if constexpr (std::is_same_v<T, float>) {
         if (taps) {
-          tap_gemm_backward_weights_image(d, x + n * g.image, dy + n * g.K * g.plane, acc,
-                                          slot_scratch(buffers, d, ConvPass::backward_weights, slot),
+          tap_gemm_backward_weights_image(d, x + n * g.image, dy + n * g.K * g.plane, acc, buffers.slot_scratch(slot),
                                           inner_parallel);
-          if (db != nullptr) {
-            for (std::int64_t k = 0; k < g.K; ++k) bias_sums[k] += sum_in_double(dy + (n * g.K + k) * g.plane, g.plane);
-          }
-          continue;
+          added = true;
         }
       }
-      const T* cols = x + n * g.image;
-      if (!g.image_is_col) {
-        T* lane_cols = slot_cols(buffers, g, slot);
-        im2col(d, cols, lane_cols, inner_parallel);
-        cols = lane_cols;
-      }
-      for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-        ConstMatrixMap<T> dy_g(dy + (n * g.K + grp * g.Kg) * g.plane, g.Kg, g.plane);
-        ConstMatrixMap<T> col_g(cols + grp * g.depth * g.plane, g.depth, g.plane);
-        MatrixMap<T> dw_g(acc + grp * g.Kg * g.depth, g.Kg, g.depth);
-        dw_g.noalias() += dy_g * col_g.transpose();
+      if (!added) {
+        const T* cols = column_matrix(d, x + n * g.image, buffers.slot_scratch(slot), inner_parallel);
+        for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+          ConstMatrixMap<T> dy_g(dy + (n * g.K + grp * g.Kg) * g.plane, g.Kg, g.plane);
+          ConstMatrixMap<T> col_g(cols + grp * g.depth * g.plane, g.depth, g.plane);
+          MatrixMap<T> dw_g(acc + grp * g.Kg * g.depth, g.Kg, g.depth);
+          dw_g.noalias() += dy_g * col_g.transpose();
+        }
       }
       if (db != nullptr) {
         for (std::int64_t k = 0; k < g.K; ++k) bias_sums[k] += sum_in_double(dy + (n * g.K + k) * g.plane, g.plane);

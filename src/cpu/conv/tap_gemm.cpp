@@ -281,20 +281,37 @@ void tap_gemm_flip_filters(const Conv2dDesc& d, const float* w, float* wflip) {
                 w[(((g * Kg + k) * Cg + c) * R + r) * S + s];
 }
 
+#ifdef CONVKIT_TAP_GEMM
+namespace {
+
+// Pads `src` (group-major channels, src_rows x src_cols) into `scratch` and
+// correlates each group's padded channels with its filter bank: the body of
+// both forward (image, filters) and backward-data (output gradient, flipped
+// filters).
+void correlate_groups(const Conv2dDesc& d, const float* src, i64 src_rows, i64 src_cols, const PaddedPlanes& planes,
+                      const float* weights, const float* bias, float* out, i64 out_channels, i64 out_rows,
+                      i64 out_cols, float* scratch, bool parallel) {
+  pad_planes(src, src_rows, src_cols, planes, scratch);
+  const i64 in_per_group = planes.channels / d.groups;
+  const i64 out_per_group = out_channels / d.groups;
+  const std::vector<i64> offsets = tap_offsets(in_per_group, d, planes);
+  const i64 taps = static_cast<i64>(offsets.size());
+  for (i64 g = 0; g < d.groups; ++g) {
+    const Correlation c{scratch + g * in_per_group * planes.plane(), planes.pitch, offsets.data(), taps,
+                        weights + g * out_per_group * taps, bias != nullptr ? bias + g * out_per_group : nullptr,
+                        out + g * out_per_group * out_rows * out_cols, out_per_group, out_rows, out_cols};
+    correlate(c, parallel);
+  }
+}
+
+}  // namespace
+#endif
+
 void tap_gemm_forward_image(const Conv2dDesc& d, const float* x_image, const float* w, const float* b,
                             float* y_image, float* scratch, bool parallel) {
   require_compiled();
 #ifdef CONVKIT_TAP_GEMM
-  const PaddedPlanes planes = padded_input(d);
-  pad_planes(x_image, d.H, d.W, planes, scratch);
-  const i64 Cg = d.C_per_group(), Kg = d.K_per_group();
-  const std::vector<i64> offsets = tap_offsets(Cg, d, planes);
-  for (i64 g = 0; g < d.groups; ++g) {
-    const Correlation c{scratch + g * Cg * planes.plane(), planes.pitch, offsets.data(),
-                        static_cast<i64>(offsets.size()), w + g * Kg * Cg * d.R * d.S,
-                        b != nullptr ? b + g * Kg : nullptr, y_image + g * Kg * d.P() * d.Q(), Kg, d.P(), d.Q()};
-    correlate(c, parallel);
-  }
+  correlate_groups(d, x_image, d.H, d.W, padded_input(d), w, b, y_image, d.K, d.P(), d.Q(), scratch, parallel);
 #else
   (void)d, (void)x_image, (void)w, (void)b, (void)y_image, (void)scratch, (void)parallel;
 #endif
@@ -304,16 +321,8 @@ void tap_gemm_backward_data_image(const Conv2dDesc& d, const float* dy_image, co
                                   float* dx_image, float* scratch, bool parallel) {
   require_compiled();
 #ifdef CONVKIT_TAP_GEMM
-  const PaddedPlanes planes = padded_output_gradient(d);
-  pad_planes(dy_image, d.P(), d.Q(), planes, scratch);
-  const i64 Cg = d.C_per_group(), Kg = d.K_per_group();
-  const std::vector<i64> offsets = tap_offsets(Kg, d, planes);
-  for (i64 g = 0; g < d.groups; ++g) {
-    const Correlation c{scratch + g * Kg * planes.plane(), planes.pitch, offsets.data(),
-                        static_cast<i64>(offsets.size()), wflip + g * Cg * Kg * d.R * d.S, nullptr,
-                        dx_image + g * Cg * d.H * d.W, Cg, d.H, d.W};
-    correlate(c, parallel);
-  }
+  correlate_groups(d, dy_image, d.P(), d.Q(), padded_output_gradient(d), wflip, nullptr, dx_image, d.C, d.H, d.W,
+                   scratch, parallel);
 #else
   (void)d, (void)dy_image, (void)wflip, (void)dx_image, (void)scratch, (void)parallel;
 #endif
