@@ -26,3 +26,12 @@ option(CONVKIT_NATIVE "Compile for the host's instruction set (-march=native)" O
 if(CONVKIT_NATIVE)
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()
+
+# GCC 12.2's SLP vectorizer builds some constant initializers wrongly when
+# tuning for AVX-512 Intel cores (-march=native on a Sapphire Rapids host):
+# std::vector<double>{1, 1, 1, 0} came out as four 1s, a broadcast of the
+# first entry. Our kernels vectorize through loops and intrinsics, which this
+# leaves alone. tests/core/test_toolchain.cpp checks the fault stays away.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fno-tree-slp-vectorize>)
+endif()
