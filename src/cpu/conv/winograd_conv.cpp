@@ -103,14 +103,24 @@ TileGeometry backward_data_geometry(const Conv2dDesc& d, int forced_tile) {
                       choose_output_tile(d.H, d.W, forced_tile));
 }
 
-// The transforms' scratch (see "The transforms below" further down).
+// The transforms' scratch (see "The transforms below" further down). Input
+// side: a lines of M*chunk + a values, a line of zeros, and a x a values per
+// run for the windows its successor overwrites. Output side: M x a rows of
+// chunk values, then M lines of M*chunk values.
 template <typename T>
 struct StageBuffers {
-  T* stage;  // a x a x chunk
+  T* stage;
   std::int64_t chunk;
   int m;
-  T* at(int i, int k) const { return stage + (i * (m + 2) + k) * chunk; }
-  static std::int64_t elems(int m, std::int64_t chunk) { return points(m) * chunk; }
+  std::int64_t line_length() const { return m * chunk + (m + 2); }
+  T* line(int i) const { return stage + i * line_length(); }  // i <= a; line a holds zeros
+  T* saved_window(std::int64_t run) const { return line(m + 3) + run * (m + 2) * (m + 2); }
+  T* at(int i, int k) const { return stage + (i * (m + 2) + k) * chunk; }  // i < m, k < a
+  T* output_line(int i) const { return stage + m * (m + 2) * chunk + i * m * chunk; }
+  static std::int64_t elems(int m, std::int64_t chunk) {
+    const std::int64_t a = m + 2;
+    return std::max((a + 1) * (m * chunk + a) + a * a * chunk, m * (a + m) * chunk);
+  }
 };
 
 struct WinogradPlan {
@@ -225,37 +235,29 @@ struct ChunkTiles {
   }
 };
 
-// The tiles [begin, end) of a run whose window of `width` columns, starting
-// at column w0 + m*j for tile j, lies inside a row of `row_width` columns.
-// The others (at most a couple at each end of a row) read or write with
-// bounds checks; these run as plain loops over adjacent tiles.
-struct InsideTiles {
-  std::int64_t begin, end;
-};
-InsideTiles inside_tiles(std::int64_t w0, int m, int width, std::int64_t row_width, std::int64_t count) {
-  const std::int64_t begin = std::min(count, w0 >= 0 ? 0 : (-w0 + m - 1) / m);
-  const std::int64_t room = row_width - width - w0;  // tile j fits while m*j <= room
-  const std::int64_t end = room < 0 ? begin : std::clamp(room / m + 1, begin, count);
-  return {begin, end};
-}
-// fn(j) for the tiles of [0, count) outside `inside`.
-template <typename Fn>
-void for_edge_tiles(const InsideTiles& inside, std::int64_t count, Fn&& fn) {
-  for (std::int64_t j = 0; j < inside.begin; ++j) fn(j);
-  for (std::int64_t j = inside.end; j < count; ++j) fn(j);
-}
-
 // The transforms below apply the 1-D transforms of winograd_transforms.h
-// in two stages, with tiles as the inner loop: along the rows of each run's
-// tiles (reading the image rows, m columns apart from tile to tile), and
-// down the columns across all the tiles of the chunk at once. Each stage is
-// a loop of identical arithmetic over adjacent tiles, which the compiler
-// turns into SIMD. Transforming tile by tile instead leaves SIMD only within
-// a tile, with a shuffle for every store, and runs half as fast end to end
-// (conv2 of cifar10-cnn); running the column stage per run instead of per
-// chunk leaves short loops (7 to 16 tiles on cifar10's layers) mostly in
-// their scalar remainders. Stage entry (i, k, j) holds entry k of the 1-D
-// transform of row i of tile j.
+// in two stages, each a loop of identical arithmetic over many tiles, which
+// the compiler turns into SIMD (the loops are marked free of loop-carried
+// dependences: their rows never overlap, but GCC cannot prove it and left
+// them scalar, a third of a pass's time on conv2 of cifar10-cnn).
+//
+// Input side (L X L^T), down the columns first: for each run of adjacent
+// tiles, the In image rows under it go through L column by column, over
+// the run's whole contiguous span of columns; the a result lines hold each
+// run's span at column M*j0, so tile j's window starts at column M*j of
+// every line, for every tile of the chunk. Then along the rows: one sweep
+// over all the chunk's tiles per line, reading M columns apart. Adjacent
+// runs' spans overlap by In - M columns, so the last tile of every run but
+// the chunk's last would read its right edge from the next run: its column
+// stage values are saved before the next run overwrites them, and its row
+// stage is redone from them after the sweep. Long sweeps matter: one run is
+// 4 to 16 tiles on cifar10's layers, which leaves a per-run loop mostly in
+// its scalar remainder.
+//
+// Output side (A^T M A), the same in reverse: down the columns of every
+// tile of the chunk at once, then along the rows into M lines in which
+// tile j's M outputs sit at column M*j, then each run's part of a line is
+// copied into its image row with the bias.
 
 // The shared shape of the input and output-gradient transforms: for every
 // channel plane and tile j, the In x In window whose top-left corner is
@@ -268,44 +270,65 @@ void transform_windows(const T* planes, std::int64_t channels, std::int64_t heig
                        Transform1d f, T* dst) {
   constexpr int a = F<M>::kTile;
   const std::int64_t chunk = s.chunk, point_stride = channels * chunk, plane = height * width;
+  const T* zeros = s.line(a);
+  std::fill(s.line(a), s.line(a) + s.line_length(), T(0));
   for (std::int64_t c = 0; c < channels; ++c) {
-    for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // X L^T, row by row
+    for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // L X, column by column over each run's span
       const TileRun& run = tiles.runs[r];
       const T* src = planes + (run.image * channels + c) * plane;
       const std::int64_t h0 = run.p + row0, w0 = run.q + col0;
-      const InsideTiles inside = inside_tiles(w0, M, In, width, run.count);
-      for (int i = 0; i < In; ++i) {
-        T* out = s.at(i, 0) + run.j0;
-        const std::int64_t h = h0 + i;
-        if (h < 0 || h >= height) {  // a row of zeros, whose transform is zero
-          for (int k = 0; k < a; ++k) std::fill(out + k * chunk, out + k * chunk + run.count, T(0));
-          continue;
+      const std::int64_t span = M * (run.count - 1) + In;
+      const std::int64_t inside_begin = std::clamp<std::int64_t>(-w0, 0, span);
+      const std::int64_t inside_end = std::clamp<std::int64_t>(width - w0, inside_begin, span);
+      // From span column inside_begin on: the image's rows (or zeros), and the lines.
+      const T* rows[In];
+      for (int b = 0; b < In; ++b) {
+        const std::int64_t h = h0 + b;
+        rows[b] = h >= 0 && h < height ? src + h * width + w0 + inside_begin : zeros;
+      }
+      T* lines[a];
+      for (int i = 0; i < a; ++i) {
+        T* line = s.line(i) + M * run.j0;
+        std::fill(line, line + inside_begin, T(0));
+        std::fill(line + inside_end, line + span, T(0));
+        lines[i] = line + inside_begin;
+      }
+#pragma GCC ivdep
+      for (std::int64_t t = 0; t < inside_end - inside_begin; ++t) {
+        T x[In], v[a];
+        for (int b = 0; b < In; ++b) x[b] = rows[b][t];
+        f(x, v);
+        for (int i = 0; i < a; ++i) lines[i][t] = v[i];
+      }
+      if (r + 1 < tiles.n_runs) {  // the last tile's window, before the next run overwrites its right edge
+        T* saved = s.saved_window(r);
+        for (int i = 0; i < a; ++i) {
+          const T* window = s.line(i) + M * (run.j0 + run.count - 1);
+          std::copy(window, window + In, saved + i * In);
         }
-        const T* row = src + h * width;
-        for (std::int64_t j = inside.begin; j < inside.end; ++j) {
-          T x[In], v[a];
-          for (int b = 0; b < In; ++b) x[b] = row[w0 + M * j + b];
-          f(x, v);
-          for (int k = 0; k < a; ++k) out[k * chunk + j] = v[k];
-        }
-        for_edge_tiles(inside, run.count, [&](std::int64_t j) {
-          T x[In], v[a];
-          for (int b = 0; b < In; ++b) {
-            const std::int64_t col = w0 + M * j + b;
-            x[b] = col >= 0 && col < width ? row[col] : T(0);
-          }
-          f(x, v);
-          for (int k = 0; k < a; ++k) out[k * chunk + j] = v[k];
-        });
       }
     }
     T* channel_dst = dst + c * chunk;
-    for (int k = 0; k < a; ++k) {  // L (X L^T), column by column
+    for (int i = 0; i < a; ++i) {  // (L X) L^T, along the rows of every tile of the chunk
+      const T* line = s.line(i);
+      T* out[a];
+      for (int k = 0; k < a; ++k) out[k] = channel_dst + (i * a + k) * point_stride;
+#pragma GCC ivdep
       for (std::int64_t j = 0; j < tiles.count; ++j) {
         T x[In], v[a];
-        for (int i = 0; i < In; ++i) x[i] = s.at(i, k)[j];
+        for (int b = 0; b < In; ++b) x[b] = line[M * j + b];
         f(x, v);
-        for (int i = 0; i < a; ++i) channel_dst[(i * a + k) * point_stride + j] = v[i];
+        for (int k = 0; k < a; ++k) out[k][j] = v[k];
+      }
+      // The saved windows' row i, into the same a rows of dst while they
+      // are in cache: rows a point apart often share L1 sets, and
+      // storing all a*a entries of one tile at a time ran 1.3x slower
+      // end to end on conv4 of cifar10-cnn.
+      for (std::int64_t r = 0; r + 1 < tiles.n_runs; ++r) {
+        const std::int64_t j = tiles.runs[r].j0 + tiles.runs[r].count - 1;
+        T v[a];
+        f(s.saved_window(r) + i * In, v);
+        for (int k = 0; k < a; ++k) out[k][j] = v[k];
       }
     }
   }
@@ -342,32 +365,38 @@ void transform_outputs(const TileGeometry& g, const T* products, const ChunkTile
     const T bias_k = bias != nullptr ? bias[k] : T(0);
     const T* src = products + k * chunk;
     for (int b = 0; b < a; ++b) {  // A^T M, column by column
+      const T* in[a];
+      T* stage_out[M];
+      for (int i = 0; i < a; ++i) in[i] = src + (i * a + b) * point_stride;
+      for (int i = 0; i < M; ++i) stage_out[i] = s.at(i, b);
+#pragma GCC ivdep
       for (std::int64_t j = 0; j < tiles.count; ++j) {
         T m[a], y[M];
-        for (int i = 0; i < a; ++i) m[i] = src[(i * a + b) * point_stride + j];
+        for (int i = 0; i < a; ++i) m[i] = in[i][j];
         F<M>::output_1d(m, y);
-        for (int i = 0; i < M; ++i) s.at(i, b)[j] = y[i];
+        for (int i = 0; i < M; ++i) stage_out[i][j] = y[i];
       }
     }
-    for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // (A^T M) A, row by row
+    for (int i = 0; i < M; ++i) {  // (A^T M) A, row by row, tile j's outputs at column M*j
+      const T* in[a];
+      for (int b = 0; b < a; ++b) in[b] = s.at(i, b);
+      T* line = s.output_line(i);
+#pragma GCC ivdep
+      for (std::int64_t j = 0; j < tiles.count; ++j) {
+        T m[a], y[M];
+        for (int b = 0; b < a; ++b) m[b] = in[b][j];
+        F<M>::output_1d(m, y);
+        for (int b = 0; b < M; ++b) line[M * j + b] = y[b];
+      }
+    }
+    for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // each run's outputs into its image rows
       const TileRun& run = tiles.runs[r];
       const int n_rows = static_cast<int>(std::min<std::int64_t>(M, g.out_h - run.p));
-      const InsideTiles inside = inside_tiles(run.q, M, M, g.out_w, run.count);
+      const std::int64_t width = std::min(M * run.count, g.out_w - run.q);
       for (int i = 0; i < n_rows; ++i) {
-        T* row = out + (run.image * g.out_channels + k) * plane + (run.p + i) * g.out_w;
-        const T* in = s.at(i, 0) + run.j0;
-        for (std::int64_t j = inside.begin; j < inside.end; ++j) {
-          T m[a], y[M];
-          for (int b = 0; b < a; ++b) m[b] = in[b * chunk + j];
-          F<M>::output_1d(m, y);
-          for (int b = 0; b < M; ++b) row[run.q + M * j + b] = y[b] + bias_k;
-        }
-        for_edge_tiles(inside, run.count, [&](std::int64_t j) {  // the last tile, partly past the edge
-          T m[a], y[M];
-          for (int b = 0; b < a; ++b) m[b] = in[b * chunk + j];
-          F<M>::output_1d(m, y);
-          for (int b = 0; b < M && run.q + M * j + b < g.out_w; ++b) row[run.q + M * j + b] = y[b] + bias_k;
-        });
+        const T* line = s.output_line(i) + M * run.j0;
+        T* row = out + (run.image * g.out_channels + k) * plane + (run.p + i) * g.out_w + run.q;
+        for (std::int64_t t = 0; t < width; ++t) row[t] = line[t] + bias_k;
       }
     }
   }
