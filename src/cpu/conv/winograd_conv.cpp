@@ -175,6 +175,16 @@ WinogradPlan plan_winograd(const Conv2dDesc& d, ConvPass pass, int forced_tile) 
   // Small problems: chunks for several lanes, so that every thread has work.
   plan.chunk = std::min(plan.chunk, std::max(kMinChunkTiles, (g.tiles() + kMaxLanes - 1) / kMaxLanes));
   plan.chunk = std::min(plan.chunk, g.tiles());
+  // About whole rounds: close to a multiple of kMaxLanes chunks, so that the
+  // lanes get as many chunks (give or take one) and the threads finish
+  // together. With 74 chunks over 16 lanes (conv2 of cifar10-cnn at batch
+  // 128) one thread ran a lane of 5 chunks alone at the end while the other
+  // waited. The chunk stays a multiple of 8 tiles: the transform sweeps
+  // run over it in 8-float vectors, and 103 instead of 112 cost conv2 8%.
+  if (plan.chunks() > kMaxLanes) {
+    const std::int64_t chunks = (plan.chunks() + kMaxLanes / 2) / kMaxLanes * kMaxLanes;
+    plan.chunk = std::min(kMaxChunkTiles, ((g.tiles() + chunks - 1) / chunks + 7) / 8 * 8);
+  }
   auto fits = [&] { return carve_winograd<T>(plan, pass, nullptr).bytes <= d.workspace_limit; };
   for (plan.lanes = std::min(plan.chunks(), kMaxLanes); plan.lanes > 1; --plan.lanes) {
     if (fits()) return plan;
