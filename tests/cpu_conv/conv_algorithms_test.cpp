@@ -272,6 +272,8 @@ TEST(ConvCases, CoverTheRequiredFeatures) {
   // single image split over threads inside the pass.
   const auto taps = [](const Conv2dDesc& d) { return d.stride_h == 1 && d.stride_w == 1; };
   EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && d.Q() > 16 && d.Q() % 16 != 0; }));
+  // AVX-512 builds: a 32-column tile, then a whole 16-column one, then a partial one.
+  EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && d.Q() > 48 && d.Q() % 32 > 16; }));
   EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && d.Q() % 8 != 0 && d.W % 16 != 0; }));
   EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && d.K_per_group() > 6 && d.K_per_group() % 6 != 0; }));
   EXPECT_TRUE(any([&](const Conv2dDesc& d) { return taps(d) && d.C_per_group() > 6 && d.C_per_group() % 6 != 0; }));

@@ -185,8 +185,9 @@ std::vector<ConvCase> build_cases() {
       {"parallel_groups_3x3", with_groups(with_pad(make_desc(8, 16, 17, 15, 16, 3, 3), 1, 1, 1, 1), 2)},
       {"parallel_groups_5x5", with_groups(with_pad(make_desc(5, 12, 18, 18, 12, 5, 5), 2, 2, 2, 2), 2)},
       // One image, enough work to split it over threads (rows and filter
-      // blocks inside a pass), with 35-column rows: a whole tile and a partial one.
-      {"one_image_parallel_3x3", with_pad(make_desc(1, 10, 37, 35, 20, 3, 3), 1, 1, 1, 1)},
+      // blocks inside a pass), with 53-column rows: a 32-column AVX-512
+      // tile, a 16-column one and a partial one.
+      {"one_image_parallel_3x3", with_pad(make_desc(1, 10, 37, 53, 20, 3, 3), 1, 1, 1, 1)},
   };
   // Random descriptors: small sizes so the float64 reference stays fast.
   std::mt19937_64 rng(20261122);

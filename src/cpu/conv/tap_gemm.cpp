@@ -2,12 +2,14 @@
 // from a zero-padded image at one fixed offset per filter tap.
 //
 // Forward tile: 6 output channels x 16 output columns of one output row, in
-// 12 ymm accumulators. Per tap it loads 2 vectors of the padded image and
-// broadcasts 6 filter values: 12 FMAs for 8 loads, which Zen 3's 3 load ports
-// issue in the time of the 6 FMA cycles. Backward-weights tile: 4 filters x 3
-// taps of one filter row, each accumulator an 8-wide partial sum over q,
-// reduced to a scalar once per image; per 8 columns it loads 4 vectors of dy
-// and 3 shifted vectors of the image for 12 FMAs.
+// 12 ymm accumulators (x 32 columns in 12 zmm where the build has AVX-512,
+// with 16-column tiles for the rest of a row). Per tap it loads 2 vectors of
+// the padded image and broadcasts 6 filter values: 12 FMAs for 8 loads,
+// which Zen 3's 3 load ports issue in the time of the 6 FMA cycles.
+// Backward-weights tile: 4 filters x 3 taps of one filter row, each
+// accumulator an 8-wide partial sum over q, reduced to a scalar once per
+// image; per 8 columns it loads 4 vectors of dy and 3 shifted vectors of the
+// image for 12 FMAs.
 #include "cpu/conv/tap_gemm.h"
 
 #include <algorithm>
@@ -20,6 +22,9 @@
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define CONVKIT_TAP_GEMM 1
+#if defined(__AVX512F__)
+#define CONVKIT_TAP_GEMM_512 1
+#endif
 #endif
 
 namespace convkit::cpu {
@@ -103,40 +108,66 @@ struct Correlation {
 
 #ifdef CONVKIT_TAP_GEMM
 
-// Channels x 16 columns of one output row, written at out + o*out_stride.
-template <int Channels>
+// The registers a forward tile is written in: two vectors of one output
+// row per channel, so 16 columns in AVX2's ymm and 32 in AVX-512's zmm.
+struct Ymm {
+  using V = __m256;
+  static constexpr i64 kColumns = 16;
+  [[gnu::always_inline]] static V load(const float* p) { return _mm256_loadu_ps(p); }
+  [[gnu::always_inline]] static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  [[gnu::always_inline]] static V zero() { return _mm256_setzero_ps(); }
+  [[gnu::always_inline]] static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  [[gnu::always_inline]] static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+};
+#ifdef CONVKIT_TAP_GEMM_512
+struct Zmm {
+  using V = __m512;
+  static constexpr i64 kColumns = 32;
+  [[gnu::always_inline]] static V load(const float* p) { return _mm512_loadu_ps(p); }
+  [[gnu::always_inline]] static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  [[gnu::always_inline]] static V zero() { return _mm512_setzero_ps(); }
+  [[gnu::always_inline]] static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  [[gnu::always_inline]] static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+};
+#endif
+
+// Channels x Vec::kColumns columns of one output row, written at
+// out + o*out_stride.
+template <typename Vec, int Channels>
 [[gnu::always_inline]] inline void correlation_tile(const Correlation& c, i64 o0, const float* src, float* out,
                                                     i64 out_stride) {
   // Locals, not c's fields, and the channel loops unrolled early (the
   // pragmas): otherwise GCC keeps the accumulators in a stack array and
   // stores all 12 of them every tap.
+  constexpr i64 kHalf = Vec::kColumns / 2;
   const i64 taps = c.taps;
   const i64* offsets = c.offsets;
   const float* weights[Channels];
-  __m256 acc[Channels][2];
+  typename Vec::V acc[Channels][2];
 #pragma GCC unroll 8
   for (int o = 0; o < Channels; ++o) {
     weights[o] = c.weights + (o0 + o) * taps;
-    acc[o][0] = acc[o][1] = c.bias != nullptr ? _mm256_broadcast_ss(c.bias + o0 + o) : _mm256_setzero_ps();
+    acc[o][0] = acc[o][1] = c.bias != nullptr ? Vec::broadcast(c.bias + o0 + o) : Vec::zero();
   }
   for (i64 t = 0; t < taps; ++t) {
     const float* x = src + offsets[t];
-    const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+    const typename Vec::V x0 = Vec::load(x), x1 = Vec::load(x + kHalf);
 #pragma GCC unroll 8
     for (int o = 0; o < Channels; ++o) {
-      const __m256 w = _mm256_broadcast_ss(weights[o] + t);
-      acc[o][0] = _mm256_fmadd_ps(w, x0, acc[o][0]);
-      acc[o][1] = _mm256_fmadd_ps(w, x1, acc[o][1]);
+      const typename Vec::V w = Vec::broadcast(weights[o] + t);
+      acc[o][0] = Vec::fmadd(w, x0, acc[o][0]);
+      acc[o][1] = Vec::fmadd(w, x1, acc[o][1]);
     }
   }
 #pragma GCC unroll 8
   for (int o = 0; o < Channels; ++o) {
-    _mm256_storeu_ps(out + o * out_stride, acc[o][0]);
-    _mm256_storeu_ps(out + o * out_stride + 8, acc[o][1]);
+    Vec::store(out + o * out_stride, acc[o][0]);
+    Vec::store(out + o * out_stride + kHalf, acc[o][1]);
   }
 }
 
-// One output row's tiles for output channels [o0, o0 + Channels). A tile
+// One output row's tiles for output channels [o0, o0 + Channels): 32-column
+// zmm tiles where the build has AVX-512, then 16-column ymm tiles. A tile
 // that runs past the row's end (its loads read padding) is written to a
 // stack buffer and its valid columns copied out: AVX2's masked stores take
 // tens of cycles each on AMD cores, and with them a 1-channel layer on
@@ -147,11 +178,15 @@ void correlation_row(const Correlation& c, i64 o0, i64 p) {
   const float* src = c.src + p * c.pitch;
   float* out = c.out + (o0 * c.rows + p) * c.cols;
   i64 q0 = 0;
+#ifdef CONVKIT_TAP_GEMM_512
+  for (; q0 + Zmm::kColumns <= c.cols; q0 += Zmm::kColumns)
+    correlation_tile<Zmm, Channels>(c, o0, src + q0, out + q0, out_plane);
+#endif
   for (; q0 + kTileColumns <= c.cols; q0 += kTileColumns)
-    correlation_tile<Channels>(c, o0, src + q0, out + q0, out_plane);
+    correlation_tile<Ymm, Channels>(c, o0, src + q0, out + q0, out_plane);
   if (q0 < c.cols) {
     alignas(32) float partial[Channels][kTileColumns];
-    correlation_tile<Channels>(c, o0, src + q0, &partial[0][0], kTileColumns);
+    correlation_tile<Ymm, Channels>(c, o0, src + q0, &partial[0][0], kTileColumns);
     for (int o = 0; o < Channels; ++o)
       std::memcpy(out + o * out_plane + q0, partial[o], static_cast<std::size_t>(c.cols - q0) * sizeof(float));
   }

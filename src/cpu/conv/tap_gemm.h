@@ -17,9 +17,10 @@
 //                     a forward pass of the same kernel, channels swapped.
 //   backward-weights  dw[k][c][r][s] += sum_{p,q} dy[k][p][q] * xpad[c][p + r*dh][q + s*dw]
 //
-// The micro-kernels are AVX2 + FMA (8 floats per register) and exist only in
-// builds for such CPUs (tap_gemm_compiled()); im2col_gemm falls back to its
-// Eigen twin otherwise, and the tests check each against the other.
+// The micro-kernels are AVX2 + FMA (8 floats per register), with a 32-column
+// AVX-512 forward tile in builds for such CPUs, and exist only in builds for
+// AVX2 CPUs (tap_gemm_compiled()); im2col_gemm falls back to its Eigen twin
+// otherwise, and the tests check each against the other.
 #include <cstdint>
 
 #include "convkit/backend/conv_desc.h"
