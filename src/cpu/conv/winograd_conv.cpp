@@ -35,6 +35,7 @@
 //   accumulator per lane, summed in lane order at the end, so the result
 //   does not depend on the thread count.
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <string>
 
@@ -175,18 +176,28 @@ WinogradPlan plan_winograd(const Conv2dDesc& d, ConvPass pass, int forced_tile) 
   // Small problems: chunks for several lanes, so that every thread has work.
   plan.chunk = std::min(plan.chunk, std::max(kMinChunkTiles, (g.tiles() + kMaxLanes - 1) / kMaxLanes));
   plan.chunk = std::min(plan.chunk, g.tiles());
-  // About whole rounds: close to a multiple of kMaxLanes chunks, so that the
+  // Backward-weights keeps an accumulator of points x K x C/g values per
+  // lane, zeroed and summed once per pass, so a lane there gets at least 4
+  // chunks where it can: on conv4 of cifar10-cnn at batch 32, 16 lanes of
+  // one chunk each spent as long on their 590 KB accumulators as on the
+  // products. A power of two, so that 2 or 4 threads share the lanes evenly.
+  const std::int64_t max_lanes =
+      pass == ConvPass::backward_weights
+          ? std::min(kMaxLanes, static_cast<std::int64_t>(std::bit_floor(
+                                    static_cast<std::uint64_t>(std::max<std::int64_t>(2, plan.chunks() / 4)))))
+          : kMaxLanes;
+  // About whole rounds: close to a multiple of max_lanes chunks, so that the
   // lanes get as many chunks (give or take one) and the threads finish
   // together. With 74 chunks over 16 lanes (conv2 of cifar10-cnn at batch
   // 128) one thread ran a lane of 5 chunks alone at the end while the other
   // waited. The chunk stays a multiple of 8 tiles: the transform sweeps
   // run over it in 8-float vectors, and 103 instead of 112 cost conv2 8%.
-  if (plan.chunks() > kMaxLanes) {
-    const std::int64_t chunks = (plan.chunks() + kMaxLanes / 2) / kMaxLanes * kMaxLanes;
+  if (plan.chunks() > max_lanes) {
+    const std::int64_t chunks = (plan.chunks() + max_lanes / 2) / max_lanes * max_lanes;
     plan.chunk = std::min(kMaxChunkTiles, ((g.tiles() + chunks - 1) / chunks + 7) / 8 * 8);
   }
   auto fits = [&] { return carve_winograd<T>(plan, pass, nullptr).bytes <= d.workspace_limit; };
-  for (plan.lanes = std::min(plan.chunks(), kMaxLanes); plan.lanes > 1; --plan.lanes) {
+  for (plan.lanes = std::min(plan.chunks(), max_lanes); plan.lanes > 1; --plan.lanes) {
     if (fits()) return plan;
   }
   while (!fits() && plan.chunk > 1) plan.chunk /= 2;
