@@ -1,6 +1,7 @@
 #pragma once
 // Umbrella header: #include <convkit/convkit.h> gives the whole public API.
 #include "convkit/version.h"
+#include "convkit/core/denormals.h"
 #include "convkit/core/device.h"
 #include "convkit/core/dtype.h"
 #include "convkit/core/error.h"

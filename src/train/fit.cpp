@@ -3,8 +3,10 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <optional>
 
 #include "convkit/autograd/grad_mode.h"
+#include "convkit/core/denormals.h"
 #include "convkit/core/error.h"
 #include "convkit/data/data_loader.h"
 #include "convkit/data/preprocessing.h"
@@ -103,6 +105,8 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
   if (mode == ProgressMode::automatic)
     mode = (&out == &std::cout && is_terminal(stdout)) ? ProgressMode::bar : ProgressMode::lines;
 
+  std::optional<FlushDenormalGuard> denormals;
+  if (options.flush_denormals) denormals.emplace(true);
   History history;
   TrainContext context{model, optimizer, train_loader.preprocessing(), history, options.epochs};
   std::unique_ptr<LayerProfiler> profiler;

@@ -2,7 +2,9 @@
 // exact epoch means, modes, validation, progress output and argument errors.
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <sstream>
+#include <vector>
 
 #include "train_fixtures.h"
 
@@ -94,6 +96,32 @@ TEST(Fit, StepsPerEpochAndInitialEpoch) {
   ASSERT_TRUE(h.profile.has_value());
   EXPECT_EQ(h.profile->steps, 6);
   EXPECT_EQ(h.profile->images, 48);
+}
+
+// Records whether the training thread flushes denormals at every step.
+struct DenormalModeWatcher : train::Callback {
+  std::vector<bool> seen;
+  void on_batch_end(std::int64_t, train::TrainContext&) override { seen.push_back(flush_denormal_enabled()); }
+};
+
+TEST(Fit, FlushesDenormalsWhileTrainingAndRestoresTheMode) {
+  if (!set_flush_denormal(false)) GTEST_SKIP() << "this CPU has no flush-to-zero mode";
+  auto model = small_cnn(4);
+  data::DataLoader loader(quadrant_dataset(32, 4, 7), loader_options(8));
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.01));
+  auto watcher = std::make_shared<DenormalModeWatcher>();
+  train::FitOptions o = quiet(1);
+  o.callbacks = {watcher};
+  train::fit(*model, opt, loader, o);
+  ASSERT_EQ(watcher->seen.size(), 4u);
+  for (bool on : watcher->seen) EXPECT_TRUE(on);
+  EXPECT_FALSE(flush_denormal_enabled()) << "fit restores the mode it found";
+
+  watcher->seen.clear();
+  o.flush_denormals = false;
+  train::fit(*model, opt, loader, o);
+  ASSERT_EQ(watcher->seen.size(), 4u);
+  for (bool on : watcher->seen) EXPECT_FALSE(on) << "flush_denormals = false leaves the mode alone";
 }
 
 TEST(Fit, LinesModePrintsOneLinePerEpoch) {
