@@ -112,7 +112,7 @@ struct Correlation {
 // row per channel, so 16 columns in AVX2's ymm and 32 in AVX-512's zmm.
 struct Ymm {
   using V = __m256;
-  static constexpr i64 kColumns = 16;
+  static constexpr i64 kColumns = kTileColumns;
   [[gnu::always_inline]] static V load(const float* p) { return _mm256_loadu_ps(p); }
   [[gnu::always_inline]] static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   [[gnu::always_inline]] static V zero() { return _mm256_setzero_ps(); }
@@ -122,7 +122,7 @@ struct Ymm {
 #ifdef CONVKIT_TAP_GEMM_512
 struct Zmm {
   using V = __m512;
-  static constexpr i64 kColumns = 32;
+  static constexpr i64 kColumns = 2 * kTileColumns;
   [[gnu::always_inline]] static V load(const float* p) { return _mm512_loadu_ps(p); }
   [[gnu::always_inline]] static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
   [[gnu::always_inline]] static V zero() { return _mm512_setzero_ps(); }

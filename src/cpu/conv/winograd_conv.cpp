@@ -291,8 +291,8 @@ void transform_windows(const T* planes, std::int64_t channels, std::int64_t heig
                        Transform1d f, T* dst) {
   constexpr int a = F<M>::kTile;
   const std::int64_t chunk = s.chunk, point_stride = channels * chunk, plane = height * width;
-  const T* zeros = s.line(a);
-  std::fill(s.line(a), s.line(a) + s.line_length(), T(0));
+  T* const zeros = s.line(a);
+  std::fill(zeros, zeros + s.line_length(), T(0));
   for (std::int64_t c = 0; c < channels; ++c) {
     for (std::int64_t r = 0; r < tiles.n_runs; ++r) {  // L X, column by column over each run's span
       const TileRun& run = tiles.runs[r];
