@@ -212,10 +212,13 @@ WinogradPlan plan_winograd(const Conv2dDesc& d, ConvPass pass, int forced_tile) 
 // applies to input channel i of group grp for output channel o. Forward: f is
 // w[grp*outg + o][i]. Backward-data: f is w[grp*ing + i][o] rotated by 180
 // degrees (the correlation runs from K channels of dy to C channels of dx).
+// Runs on every thread when `parallel`: on one, the other waited for it
+// through an eighth of conv4's forward at batch 32.
 template <int M, typename T>
-void transform_filters(const TileGeometry& g, const T* w, bool rotate_and_transpose, T* U) {
+void transform_filters(const TileGeometry& g, const T* w, bool rotate_and_transpose, bool parallel, T* U) {
   constexpr int kPoints = points(M);
   const std::int64_t ing = g.in_per_group(), outg = g.out_per_group();
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (std::int64_t grp = 0; grp < g.groups; ++grp) {
     for (std::int64_t o = 0; o < outg; ++o) {
       for (std::int64_t i = 0; i < ing; ++i) {
@@ -473,7 +476,7 @@ void winograd_correlate(const Conv2dDesc& d, const WinogradPlan& plan, bool back
                         const T* bias, T* out, const WinogradBuffers<T>& buffers) {
   constexpr std::int64_t kPoints = points(M);
   const TileGeometry& g = plan.geo;
-  transform_filters<M>(g, w, backward_data, buffers.filters);
+  transform_filters<M>(g, w, backward_data, worth_parallelising(d), buffers.filters);
   run_lanes(plan.lanes, worth_parallelising(d), [&](std::int64_t lane, std::int64_t slot, bool /*inner*/) {
     T* V = buffers.inputs + slot * kPoints * g.in_channels * plan.chunk;
     T* products = buffers.products + slot * kPoints * g.out_channels * plan.chunk;
@@ -508,19 +511,32 @@ void winograd_backward_weights(const Conv2dDesc& d, const WinogradPlan& plan, co
       accumulate_points(g, Eh, V, tiles.count, plan.chunk, W);
     }
   });
-  T* W = buffers.accumulators;  // lane 0's, which receives the others in lane order
-  for (std::int64_t lane = 1; lane < plan.lanes; ++lane) {
-    const T* other = buffers.accumulators + lane * filter_elems;
-    for (std::int64_t i = 0; i < filter_elems; ++i) W[i] += other[i];
-  }
+  // The lanes' accumulators summed into lane 0's in lane order (so the
+  // result does not depend on the thread count), then each filter's points
+  // taken back to 3x3; both in parallel, as in transform_filters.
+  T* W = buffers.accumulators;
   const std::int64_t ing = g.in_per_group(), outg = g.out_per_group();
-  for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-    for (std::int64_t o = 0; o < outg; ++o) {
-      for (std::int64_t i = 0; i < ing; ++i) {
-        T point_values[kPoints];
-        for (std::int64_t xi = 0; xi < kPoints; ++xi)
-          point_values[xi] = W[((xi * g.groups + grp) * outg + o) * ing + i];
-        winograd::weight_gradient_transform<M>(point_values, dw + ((grp * outg + o) * ing + i) * 9);
+  const std::int64_t rows = kPoints * g.groups * outg;  // of ing values each
+#pragma omp parallel if (worth_parallelising(d))
+  {
+#pragma omp for schedule(static)
+    for (std::int64_t row = 0; row < rows; ++row) {
+      T* sum = W + row * ing;
+      for (std::int64_t lane = 1; lane < plan.lanes; ++lane) {
+        const T* other = buffers.accumulators + lane * filter_elems + row * ing;
+#pragma omp simd
+        for (std::int64_t i = 0; i < ing; ++i) sum[i] += other[i];
+      }
+    }
+#pragma omp for collapse(2) schedule(static)
+    for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+      for (std::int64_t o = 0; o < outg; ++o) {
+        for (std::int64_t i = 0; i < ing; ++i) {
+          T point_values[kPoints];
+          for (std::int64_t xi = 0; xi < kPoints; ++xi)
+            point_values[xi] = W[((xi * g.groups + grp) * outg + o) * ing + i];
+          winograd::weight_gradient_transform<M>(point_values, dw + ((grp * outg + o) * ing + i) * 9);
+        }
       }
     }
   }
