@@ -35,6 +35,7 @@
 //   accumulator per lane, summed in lane order at the end, so the result
 //   does not depend on the thread count.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <string>
@@ -208,30 +209,77 @@ WinogradPlan plan_winograd(const Conv2dDesc& d, ConvPass pass, int forced_tile) 
           " bytes; raise Conv2dDesc::workspace_limit or use im2col_gemm or direct; descriptor: ", d.str());
 }
 
+// A 2-D tile transform as one matrix (out x in values), read off the
+// transform itself by applying it to each unit tile. Applied to many tiles
+// at once, side by side in SIMD lanes, the matrix is quicker than the
+// transform's own scalar steps (below).
+template <typename T, int In, int Out>
+std::array<T, Out * In> transform_matrix(void (*transform)(const double*, double*)) {
+  std::array<T, Out * In> matrix{};
+  for (int j = 0; j < In; ++j) {
+    double unit[In] = {}, image[Out];
+    unit[j] = 1;
+    transform(unit, image);
+    for (int r = 0; r < Out; ++r) matrix[r * In + j] = static_cast<T>(image[r]);
+  }
+  return matrix;
+}
+template <int M, typename T>
+const std::array<T, points(M) * 9>& filter_transform_matrix() {  // G f G^T
+  static const auto matrix = transform_matrix<T, 9, points(M)>(&winograd::filter_transform<M, double>);
+  return matrix;
+}
+template <int M, typename T>
+const std::array<T, 9 * points(M)>& weight_gradient_matrix() {  // G^T W G
+  static const auto matrix = transform_matrix<T, points(M), 9>(&winograd::weight_gradient_transform<M, double>);
+  return matrix;
+}
+// Input channels per block of filters transformed together.
+constexpr std::int64_t kFilterBlock = 64;
+
 // U[xi][grp][o][i] = (G f G^T)[xi] for the filter the pass's correlation
 // applies to input channel i of group grp for output channel o. Forward: f is
 // w[grp*outg + o][i]. Backward-data: f is w[grp*ing + i][o] rotated by 180
 // degrees (the correlation runs from K channels of dy to C channels of dx).
-// Runs on every thread when `parallel`: on one, the other waited for it
-// through an eighth of conv4's forward at batch 32.
+//
+// One filter at a time through filter_transform took about a hundred scalar
+// instructions, and with the other thread waiting, an eighth of conv4's
+// forward at batch 32. So the filters of one output channel go through
+// together, in parallel over output channels: their taps are transposed to
+// taps x channels, and each point is a row of the matrix above times that,
+// in SIMD lanes along the input channels.
 template <int M, typename T>
 void transform_filters(const TileGeometry& g, const T* w, bool rotate_and_transpose, bool parallel, T* U) {
   constexpr int kPoints = points(M);
+  constexpr std::int64_t kBlock = kFilterBlock;
+  const std::array<T, kPoints * 9>& matrix = filter_transform_matrix<M, T>();
   const std::int64_t ing = g.in_per_group(), outg = g.out_per_group();
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (std::int64_t grp = 0; grp < g.groups; ++grp) {
     for (std::int64_t o = 0; o < outg; ++o) {
-      for (std::int64_t i = 0; i < ing; ++i) {
-        T f[9], u[kPoints];
-        if (rotate_and_transpose) {
-          const T* src = w + ((grp * ing + i) * outg + o) * 9;
-          for (int k = 0; k < 9; ++k) f[k] = src[8 - k];
-        } else {
-          const T* src = w + ((grp * outg + o) * ing + i) * 9;
-          std::copy(src, src + 9, f);
+      for (std::int64_t i0 = 0; i0 < ing; i0 += kBlock) {
+        const std::int64_t n = std::min(kBlock, ing - i0);
+        T taps[9][kBlock];
+        for (std::int64_t l = 0; l < n; ++l) {
+          const std::int64_t i = i0 + l;
+          if (rotate_and_transpose) {
+            const T* src = w + ((grp * ing + i) * outg + o) * 9;
+            for (int k = 0; k < 9; ++k) taps[k][l] = src[8 - k];
+          } else {
+            const T* src = w + ((grp * outg + o) * ing + i) * 9;
+            for (int k = 0; k < 9; ++k) taps[k][l] = src[k];
+          }
         }
-        winograd::filter_transform<M>(f, u);
-        for (int xi = 0; xi < kPoints; ++xi) U[((xi * g.groups + grp) * outg + o) * ing + i] = u[xi];
+        for (int xi = 0; xi < kPoints; ++xi) {
+          T* dst = U + ((xi * g.groups + grp) * outg + o) * ing + i0;
+          std::fill(dst, dst + n, T(0));
+          for (int k = 0; k < 9; ++k) {
+            const T weight = matrix[xi * 9 + k];
+            if (weight == T(0)) continue;  // G has zeros: about 40% of the matrix for F(4x4)
+#pragma omp simd
+            for (std::int64_t l = 0; l < n; ++l) dst[l] += weight * taps[k][l];
+          }
+        }
       }
     }
   }
@@ -511,32 +559,38 @@ void winograd_backward_weights(const Conv2dDesc& d, const WinogradPlan& plan, co
       accumulate_points(g, Eh, V, tiles.count, plan.chunk, W);
     }
   });
-  // The lanes' accumulators summed into lane 0's in lane order (so the
-  // result does not depend on the thread count), then each filter's points
-  // taken back to 3x3; both in parallel, as in transform_filters.
-  T* W = buffers.accumulators;
+  // Each filter's points summed over the lanes in lane order (so the result
+  // does not depend on the thread count), then taken back to 3x3 by the
+  // matrix G^T . G, for a block of input channels at a time in SIMD lanes
+  // and in parallel over output channels, as in transform_filters.
+  constexpr std::int64_t kBlock = kFilterBlock;
+  const std::array<T, 9 * kPoints>& matrix = weight_gradient_matrix<M, T>();
   const std::int64_t ing = g.in_per_group(), outg = g.out_per_group();
-  const std::int64_t rows = kPoints * g.groups * outg;  // of ing values each
-#pragma omp parallel if (worth_parallelising(d))
-  {
-#pragma omp for schedule(static)
-    for (std::int64_t row = 0; row < rows; ++row) {
-      T* sum = W + row * ing;
-      for (std::int64_t lane = 1; lane < plan.lanes; ++lane) {
-        const T* other = buffers.accumulators + lane * filter_elems + row * ing;
+#pragma omp parallel for collapse(2) schedule(static) if (worth_parallelising(d))
+  for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+    for (std::int64_t o = 0; o < outg; ++o) {
+      for (std::int64_t i0 = 0; i0 < ing; i0 += kBlock) {
+        const std::int64_t n = std::min(kBlock, ing - i0);
+        T taps[9][kBlock] = {};
+        T point_row[kBlock];
+        for (int xi = 0; xi < kPoints; ++xi) {
+          const T* lane_row = buffers.accumulators + ((xi * g.groups + grp) * outg + o) * ing + i0;
+          std::copy(lane_row, lane_row + n, point_row);
+          for (std::int64_t lane = 1; lane < plan.lanes; ++lane) {
+            lane_row += filter_elems;
 #pragma omp simd
-        for (std::int64_t i = 0; i < ing; ++i) sum[i] += other[i];
-      }
-    }
-#pragma omp for collapse(2) schedule(static)
-    for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-      for (std::int64_t o = 0; o < outg; ++o) {
-        for (std::int64_t i = 0; i < ing; ++i) {
-          T point_values[kPoints];
-          for (std::int64_t xi = 0; xi < kPoints; ++xi)
-            point_values[xi] = W[((xi * g.groups + grp) * outg + o) * ing + i];
-          winograd::weight_gradient_transform<M>(point_values, dw + ((grp * outg + o) * ing + i) * 9);
+            for (std::int64_t l = 0; l < n; ++l) point_row[l] += lane_row[l];
+          }
+          for (int k = 0; k < 9; ++k) {
+            const T weight = matrix[k * kPoints + xi];
+            if (weight == T(0)) continue;
+#pragma omp simd
+            for (std::int64_t l = 0; l < n; ++l) taps[k][l] += weight * point_row[l];
+          }
         }
+        T* dst = dw + ((grp * outg + o) * ing + i0) * 9;
+        for (std::int64_t l = 0; l < n; ++l)
+          for (int k = 0; k < 9; ++k) dst[l * 9 + k] = taps[k][l];
       }
     }
   }
