@@ -41,8 +41,20 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
   auto leaf = leaf_.lock();
   if (!leaf) return {};
   if (!leaf->grad.defined()) {
-    // Own a fresh buffer: the incoming gradient may alias another tensor.
-    leaf->grad = grad_output.contiguous().same(grad_output) ? grad_output.clone() : grad_output.contiguous();
+    // The grad must own its buffer, since later steps accumulate into it in
+    // place. The engine moves each pending gradient into the call, so when
+    // its handle is the only one on the tensor and no view shares the
+    // storage, nothing else can see it (a layer's fresh weight gradient):
+    // keep it, as PyTorch does, instead of copying 5 MB per step for
+    // cifar10-cnn's dense layer. Otherwise (a gradient passed through to two
+    // leaves, a view, the caller's own `grad`) own a copy.
+    const bool sole_owner = grad_output.impl_ptr().use_count() == 1 && grad_output.storage().use_count() == 1 &&
+                            grad_output.is_contiguous() && !grad_output.requires_grad();
+    if (sole_owner) {
+      leaf->grad = grad_output;
+    } else {
+      leaf->grad = grad_output.contiguous().same(grad_output) ? grad_output.clone() : grad_output.contiguous();
+    }
   } else {
     leaf->grad.add_(grad_output);
   }

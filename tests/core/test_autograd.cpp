@@ -17,6 +17,30 @@ TEST(Autograd, ChainRuleAndAccumulationIntoLeaves) {
   EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 0, 0}));
 }
 
+// Leaves may keep the incoming gradient's buffer instead of a copy, but
+// only where nothing else shares it: add passes one gradient tensor to both
+// of its inputs, and the caller keeps the one it passes to backward.
+TEST(Autograd, LeafGradientsNeverShareABuffer) {
+  Tensor a = from_vector(std::vector<double>{1, 2}, {2}, grad64());
+  Tensor b = from_vector(std::vector<double>{3, 4}, {2}, grad64());
+  Tensor seed = from_vector(std::vector<double>{1, 10}, {2}, DType::float64);
+  (a + b).backward(seed);
+  a.grad().add_(100.0);
+  EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{1, 10}));
+  EXPECT_EQ(seed.to_vector<double>(), (std::vector<double>{1, 10}));
+  Tensor c = from_vector(std::vector<double>{5, 6}, {2}, grad64());
+  Tensor y = c * 1.0;
+  y.backward(seed);
+  c.grad().add_(1.0);
+  EXPECT_EQ(seed.to_vector<double>(), (std::vector<double>{1, 10}));
+  // A fresh product kept as the grad still accumulates the next backward.
+  Tensor w = from_vector(std::vector<double>{1, 2, 3, 4}, {2, 2}, grad64());
+  Tensor x = from_vector(std::vector<double>{1, 1}, {1, 2}, DType::float64);
+  sum(matmul(x, w)).backward();
+  sum(matmul(x, w)).backward();
+  EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{2, 2, 2, 2}));
+}
+
 TEST(Autograd, DiamondGraphsAndViewsRouteGradientsCorrectly) {
   Tensor x = from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}, grad64());
   Tensor a = x.t();                   // [3, 2]
