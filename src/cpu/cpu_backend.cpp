@@ -45,10 +45,12 @@ void* aligned_allocate_or_null(std::size_t nbytes) {
 
 void aligned_free(void* p) { std::free(p); }
 
-// Blocks of 1 MiB and more (activations, their gradients, workspaces) are
-// kept, up to 1 GiB in all: glibc returns blocks that large to the kernel on
-// free, and a training step would page-fault them all in again every
-// iteration. Under AddressSanitizer every block comes straight from
+// Blocks of 64 KiB and more (activations, their gradients, masks,
+// workspaces) are kept, up to 1 GiB in all: glibc returns large blocks to
+// the kernel on free, and a training step would page-fault them all in
+// again every iteration. With 1 MiB as the floor, the pooled activations and
+// dropout masks of cifar10-cnn at batch 32 (0.9 MB) still cost 342 page
+// faults per step, about 2.5% of it. Under AddressSanitizer every block comes straight from
 // aligned_alloc, so that a use after free or a read past the requested size
 // is still caught.
 #if defined(__SANITIZE_ADDRESS__)
@@ -60,7 +62,7 @@ constexpr bool kCacheBlocks = true;
 BlockCache& host_blocks() {
   // Never destroyed: tensors held by other static objects may be freed after it would be.
   static BlockCache* cache =
-      new BlockCache(aligned_allocate_or_null, aligned_free, std::size_t{1} << 20, std::size_t{1} << 30);
+      new BlockCache(aligned_allocate_or_null, aligned_free, std::size_t{64} << 10, std::size_t{1} << 30);
   return *cache;
 }
 
