@@ -1,8 +1,10 @@
 // Batch-norm kernels over contiguous x viewed as [N, C, S]. Per-channel sums
-// run one channel per task and accumulate in double (two passes for the
-// variance), so float32 statistics over large batches stay accurate; the
-// elementwise passes run one (n, c) plane per task.
+// run one channel per task and accumulate in double (in SIMD lanes), so
+// float32 statistics over large batches stay accurate; the elementwise passes
+// run one (n, c) plane per task.
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "cpu/cpu_backend.h"
 #include "cpu/strided_loop.h"
@@ -20,19 +22,34 @@ struct ChannelView {
   std::int64_t count() const { return N * S; }  // elements per channel (M)
 };
 
-// Sum of f(i) for i in [0, n) in 8 independent partial sums: one serial chain
-// of double additions (the compiler keeps their order) would be latency-bound.
-template <typename F>
-double lane_sum(std::int64_t n, F&& f) {
-  constexpr std::int64_t kLanes = 8;
-  double acc[kLanes] = {};
-  std::int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (std::int64_t l = 0; l < kLanes; ++l) acc[l] += f(i + l);
-  double total = 0;
-  for (; i < n; ++i) total += f(i);
-  for (double a : acc) total += a;
-  return total;
+// The per-plane sums of the statistics and of the backward reduction, in
+// functions of their own with local accumulators: written inline in the
+// kernels' lambdas, GCC kept the reduction variables on the stack and
+// gathered the captured mean every iteration (perf: 5.7% of a
+// cifar10-cnn-bn step in the backward reduction alone).
+// Sums of d = x - shift and of d^2 over one plane, in double.
+template <typename T>
+std::pair<double, double> shifted_sums(const T* x, std::int64_t n, double shift) {
+  double sum = 0, sq = 0;
+#pragma omp simd reduction(+ : sum, sq)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(x[i]) - shift;
+    sum += d;
+    sq += d * d;
+  }
+  return {sum, sq};
+}
+// Sums of g and of g * (x - mean) over one plane, in double.
+template <typename T>
+std::pair<double, double> gradient_sums(const T* g, const T* x, std::int64_t n, double mean) {
+  double sum_g = 0, sum_gx = 0;
+#pragma omp simd reduction(+ : sum_g, sum_gx)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double gd = static_cast<double>(g[i]);
+    sum_g += gd;
+    sum_gx += gd * (static_cast<double>(x[i]) - mean);
+  }
+  return {sum_g, sum_gx};
 }
 
 // f(plane pointer offset) for every (n) plane of channel c.
@@ -43,6 +60,10 @@ void for_each_plane_of_channel(const ChannelView& v, std::int64_t c, F&& f) {
 
 }  // namespace
 
+// One pass over x per channel, not two (mean, then squared deviations): the
+// sums of d = x - K and d^2 in double, with K the channel's first value, so
+// that var = E[d^2] - E[d]^2 does not cancel when the mean is large next to
+// the spread (d is then of the order of the spread itself).
 void CpuBackend::batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
   const ChannelView v(x);
   dispatch_floating(x.dtype(), "batch_norm_stats", [&]<typename T>() {
@@ -52,20 +73,16 @@ void CpuBackend::batch_norm_stats(const Tensor& x, const Tensor& mean, const Ten
     const double inv_m = 1.0 / static_cast<double>(v.count());
 #pragma omp parallel for schedule(static) if (x.numel() > kParallelWork && v.C > 1)
     for (std::int64_t c = 0; c < v.C; ++c) {
-      double sum = 0;
+      const double shift = v.count() > 0 ? static_cast<double>(xp[c * v.S]) : 0.0;
+      double sum = 0, sq = 0;
       for_each_plane_of_channel(v, c, [&](std::int64_t off) {
-        sum += lane_sum(v.S, [&](std::int64_t s) { return static_cast<double>(xp[off + s]); });
+        const auto [plane_sum, plane_sq] = shifted_sums(xp + off, v.S, shift);
+        sum += plane_sum;
+        sq += plane_sq;
       });
-      const double mu = sum * inv_m;
-      double sq = 0;
-      for_each_plane_of_channel(v, c, [&](std::int64_t off) {
-        sq += lane_sum(v.S, [&](std::int64_t s) {
-          const double d = static_cast<double>(xp[off + s]) - mu;
-          return d * d;
-        });
-      });
-      mp[c] = static_cast<T>(mu);
-      vp[c] = static_cast<T>(sq * inv_m);
+      const double mean_d = sum * inv_m;
+      mp[c] = static_cast<T>(shift + mean_d);
+      vp[c] = static_cast<T>(std::max(0.0, sq * inv_m - mean_d * mean_d));
     }
   });
 }
@@ -103,10 +120,9 @@ void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor
       const double mu = static_cast<double>(mp[c]);
       double a = 0, b = 0;
       for_each_plane_of_channel(v, c, [&](std::int64_t off) {
-        a += lane_sum(v.S, [&](std::int64_t s) { return static_cast<double>(gp[off + s]); });
-        b += lane_sum(v.S, [&](std::int64_t s) {
-          return static_cast<double>(gp[off + s]) * (static_cast<double>(xp[off + s]) - mu);
-        });
+        const auto [plane_a, plane_b] = gradient_sums(gp + off, xp + off, v.S, mu);
+        a += plane_a;
+        b += plane_b;
       });
       s1[c] = static_cast<T>(a);
       s2[c] = static_cast<T>(b);
