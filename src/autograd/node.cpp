@@ -48,9 +48,7 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
     // keep it, as PyTorch does, instead of copying 5 MB per step for
     // cifar10-cnn's dense layer. Otherwise (a gradient passed through to two
     // leaves, a view, the caller's own `grad`) own a copy.
-    const bool sole_owner = grad_output.impl_ptr().use_count() == 1 && grad_output.storage().use_count() == 1 &&
-                            grad_output.is_contiguous() && !grad_output.requires_grad();
-    if (sole_owner) {
+    if (exclusively_owned(grad_output)) {
       leaf->grad = grad_output;
     } else {
       leaf->grad = grad_output.contiguous().same(grad_output) ? grad_output.clone() : grad_output.contiguous();
@@ -59,6 +57,11 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
     leaf->grad.add_(grad_output);
   }
   return {};
+}
+
+bool exclusively_owned(const Tensor& grad) {
+  return grad.defined() && grad.impl_ptr().use_count() == 1 && grad.storage().use_count() == 1 &&
+         !grad.requires_grad() && grad.is_contiguous();
 }
 
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {

@@ -26,7 +26,13 @@ Tensor dropout(const Tensor& x, double p, bool training) {
     out = mul(x.detach(), mask);
   }
   // The mask is private to this node: nothing can modify it in place.
-  return record(out, "DropoutBackward", {x}, [mask](const Tensor& g) { return V{mul(g, mask)}; });
+  return record(out, "DropoutBackward", {x}, [mask](const Tensor& g) {
+    if (autograd::exclusively_owned(g) && g.shape() == mask.shape()) {  // in place, as relu's backward
+      detail::backend_of(g).binary(BinaryOp::mul, g, mask, g);
+      return V{g};
+    }
+    return V{mul(g, mask)};
+  });
 }
 
 }  // namespace convkit

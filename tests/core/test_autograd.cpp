@@ -41,6 +41,24 @@ TEST(Autograd, LeafGradientsNeverShareABuffer) {
   EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{2, 2, 2, 2}));
 }
 
+// relu and dropout overwrite a gradient in place only when nothing else
+// sees it: here add hands one tensor to both branches, and sum's gradient
+// is an expanded view of one value.
+TEST(Autograd, InPlaceBackwardsLeaveSharedGradientsAlone) {
+  Tensor x = from_vector(std::vector<double>{-1, 2, -3, 4}, {4}, grad64());
+  Tensor a = x * 1.0;
+  (sum((relu(a) + a) * 2.0)).backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 4, 2, 4}));
+  Tensor z = from_vector(std::vector<double>{-1, 2}, {2}, grad64());
+  sum(relu(z * 1.0)).backward();
+  EXPECT_EQ(z.grad().to_vector<double>(), (std::vector<double>{0, 1}));
+  Tensor d = from_vector(std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8}, {8}, grad64());
+  Tensor kept = dropout(d * 1.0, 0.5, true);
+  (sum((kept + d) * 3.0)).backward();
+  const std::vector<double> kv = kept.detach().to_vector<double>(), dg = d.grad().to_vector<double>();
+  for (std::size_t i = 0; i < kv.size(); ++i) EXPECT_EQ(dg[i], kv[i] != 0 ? 3.0 * 2.0 + 3.0 : 3.0) << i;
+}
+
 TEST(Autograd, DiamondGraphsAndViewsRouteGradientsCorrectly) {
   Tensor x = from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}, grad64());
   Tensor a = x.t();                   // [3, 2]

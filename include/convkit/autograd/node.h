@@ -74,6 +74,14 @@ class AccumulateGrad : public Node {
 // True when grad mode is on and any input requires grad.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 bool needs_grad(const std::vector<Tensor>& inputs);
+// True when `grad`, as a backward function receives it, is contiguous, is
+// the engine's only handle on its tensor, and no view shares its storage:
+// nothing else can see it, so the function may overwrite it elementwise
+// instead of allocating its result (the engine moves each pending gradient
+// into the call). False for a gradient that is still pending for another
+// node, that a node has saved, that the caller passed to backward, or that
+// is an expanded view (several elements on one address).
+bool exclusively_owned(const Tensor& grad);
 // Where a gradient for `t` must flow: its grad_fn, its accumulator, or null.
 std::shared_ptr<Node> gradient_edge(const Tensor& t);
 // Makes `out` the output of a FunctionNode over `inputs` when any of them
