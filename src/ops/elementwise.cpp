@@ -172,18 +172,18 @@ Tensor clamp(const Tensor& x, double lo, double hi) {
   });
 }
 
+Tensor detail::relu_backward(const Tensor& g, const Tensor& y) {
+  if (autograd::exclusively_owned(g) && g.shape() == y.shape() && g.dtype() == y.dtype()) {
+    backend_of(g).binary(BinaryOp::relu_grad, g, y, g);
+    return g;
+  }
+  return binary_op(BinaryOp::relu_grad, "relu_backward", g, y);
+}
+
 Tensor relu(const Tensor& x) {
   Tensor out = unary_op(UnaryOp::relu, "relu", x);
-  return record(out, "ReluBackward", {x}, [so = SavedTensor(out.detach())](const Tensor& g) {
-    const Tensor& y = so.get();
-    // Masked in place when nothing else sees g: one buffer and its
-    // write-allocate traffic less, in a pass bound by memory bandwidth.
-    if (autograd::exclusively_owned(g) && g.shape() == y.shape()) {
-      backend_of(g).binary(BinaryOp::relu_grad, g, y, g);
-      return V{g};
-    }
-    return V{binary_op(BinaryOp::relu_grad, "relu_backward", g, y)};
-  });
+  return record(out, "ReluBackward", {x},
+                [so = SavedTensor(out.detach())](const Tensor& g) { return V{detail::relu_backward(g, so.get())}; });
 }
 
 Tensor sigmoid(const Tensor& x) {

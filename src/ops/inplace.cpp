@@ -140,9 +140,8 @@ Tensor& Tensor::relu_() {
   detail::check_inplace("relu_", *this, true);
   unary_into_self(UnaryOp::relu, *this);
   if (autograd::needs_grad({this})) {
-    record(*this, "ReluInplaceBackward", {*this}, [so = SavedTensor(detach())](const Tensor& g) {
-      return V{mul(g, gt(so.get(), zeros({}, TensorOptions().dtype(g.dtype()).device(g.device()))))};
-    });
+    record(*this, "ReluInplaceBackward", {*this},
+           [so = SavedTensor(detach())](const Tensor& g) { return V{detail::relu_backward(g, so.get())}; });
   }
   return *this;
 }

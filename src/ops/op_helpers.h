@@ -37,6 +37,12 @@ inline Tensor new_empty(const Shape& shape, const Tensor& like) {
   return new_empty(shape, like, like.dtype());
 }
 
+// The gradient of relu (and relu_) at output y: g where y > 0, else 0.
+// Written over g when nothing else sees it (autograd::exclusively_owned):
+// one buffer and its write-allocate traffic less, in a pass bound by memory
+// bandwidth.
+Tensor relu_backward(const Tensor& g, const Tensor& y);
+
 // Refuses an in-place write that autograd cannot account for.
 void check_inplace(const char* op, const Tensor& self, bool differentiable);
 

@@ -2,6 +2,7 @@
 // to(), train/eval, zero_grad and the printed tree.
 #include "support/support.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,43 @@ TEST(Module, SequentialChainsAndIndexes) {
   EXPECT_TRUE(throws_with([&] { seq->at<nn::Sequential>(0); }, {"child 0 is a Leaf"}));
   nn::Sequential empty;
   EXPECT_TRUE(empty.forward(x).same(x));
+}
+
+// Keeps a handle on its last output, as a user's module may.
+struct Stash : nn::Module {
+  Tensor last;
+  Stash() : Module("Stash") {}
+  Tensor forward(const Tensor& x) override { return last = x * 1.0; }
+};
+
+// Sequential rectifies in place an activation only it holds; the result and
+// the gradients are those of relu, and tensors seen elsewhere (the input, a
+// stashed output) keep their values.
+TEST(Module, SequentialReluInPlaceMatchesRelu) {
+  manual_seed(11);
+  auto stash = std::make_shared<Stash>();
+  auto first = std::make_shared<Leaf>(2), second = std::make_shared<Leaf>(2);
+  // The ReLU after `first` may work in place; the ones on the input and on
+  // the stashed output must not.
+  auto seq = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::ReLU>(), first, std::make_shared<nn::ReLU>(), second, stash, std::make_shared<nn::ReLU>()});
+  const Tensor x = randn({6, 2}, TensorOptions().requires_grad());
+  const std::vector<double> x_before = x.detach().to_vector<double>();
+  const Tensor y = seq->forward(x);
+  sum(y * y).backward();
+  const std::vector<double> gx = x.grad().to_vector<double>(), gw = first->w.grad().to_vector<double>();
+  EXPECT_EQ(x.detach().to_vector<double>(), x_before);
+  const Tensor before_last = second->forward(relu(first->forward(relu(x))));
+  const std::vector<double> stashed = stash->last.detach().to_vector<double>();
+  EXPECT_EQ(stashed, before_last.detach().to_vector<double>());
+  EXPECT_TRUE(std::any_of(stashed.begin(), stashed.end(), [](double v) { return v < 0; }));
+  x.grad().zero_();
+  first->w.grad().zero_();
+  const Tensor want = relu(before_last);
+  EXPECT_EQ(y.detach().to_vector<double>(), want.detach().to_vector<double>());
+  sum(want * want).backward();
+  EXPECT_EQ(gx, x.grad().to_vector<double>());
+  EXPECT_EQ(gw, first->w.grad().to_vector<double>());
 }
 
 TEST(Module, BaseForwardExplainsItself) {
