@@ -24,13 +24,26 @@ void CpuBackend::sgd_update(const Tensor& param, const Tensor& grad, const Tenso
     const std::int64_t n = param.numel();
     if (s.momentum_on) {
       T* buf = momentum_buffer.data<T>();
-#pragma omp parallel for schedule(static) if (n > kParallelWork)
-      for (std::int64_t i = 0; i < n; ++i) optim_math::sgd_element(s, p[i], g[i], buf[i]);
+#pragma omp parallel if (n > kParallelWork)
+      {
+        // Each thread's own copy of the scalars: read through the shared
+        // one, they might alias p as far as GCC knew, so it reloaded them and
+        // tested the flags every element, in scalar code (4-5% of a
+        // cifar10-cnn step at batch 32). A local copy lets it hoist the
+        // tests out of the loop and vectorise.
+        const optim_math::SgdScalars<T> local = s;
+#pragma omp for schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) optim_math::sgd_element(local, p[i], g[i], buf[i]);
+      }
     } else {
-#pragma omp parallel for schedule(static) if (n > kParallelWork)
-      for (std::int64_t i = 0; i < n; ++i) {
-        T no_buffer = 0;
-        optim_math::sgd_element(s, p[i], g[i], no_buffer);
+#pragma omp parallel if (n > kParallelWork)
+      {
+        const optim_math::SgdScalars<T> local = s;
+#pragma omp for schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) {
+          T no_buffer = 0;
+          optim_math::sgd_element(local, p[i], g[i], no_buffer);
+        }
       }
     }
   });
@@ -45,8 +58,12 @@ void CpuBackend::adam_update(const Tensor& param, const Tensor& grad, const Tens
     T* m = exp_avg.data<T>();
     T* v = exp_avg_sq.data<T>();
     const std::int64_t n = param.numel();
-#pragma omp parallel for schedule(static) if (n > kParallelWork)
-    for (std::int64_t i = 0; i < n; ++i) optim_math::adam_element(s, p[i], g[i], m[i], v[i]);
+#pragma omp parallel if (n > kParallelWork)
+    {
+      const optim_math::AdamScalars<T> local = s;  // as in sgd_update
+#pragma omp for schedule(static)
+      for (std::int64_t i = 0; i < n; ++i) optim_math::adam_element(local, p[i], g[i], m[i], v[i]);
+    }
   });
 }
 
