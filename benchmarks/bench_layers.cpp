@@ -123,7 +123,7 @@ struct BatchNormInstance : LayerInstance {
   void run(Backend& b, Pass pass) override {
     if (pass == Pass::forward) {
       b.batch_norm_stats(x, mean, var);
-      b.batch_norm_affine(x, scale, shift, out);
+      b.batch_norm_affine(x, scale, shift, /*relu=*/false, out);
     } else {
       b.batch_norm_backward_reduce(grad_out, x, mean, sum_dy, sum_dy_xmu);
       b.batch_norm_backward_input(grad_out, x, mean, invstd, weight, sum_dy, sum_dy_xmu, grad_in);

@@ -260,11 +260,12 @@ __global__ void backward_reduce_merge_partials(const T* partial_dy, const T* par
 
 // ---- elementwise maps: one grid-stride loop, channel (i / S) % C.
 template <typename T>
-__global__ void affine_kernel(const T* x, const T* scale, const T* shift, ChannelGeometry g, T* out) {
+__global__ void affine_kernel(const T* x, const T* scale, const T* shift, ChannelGeometry g, bool relu, T* out) {
   const std::int64_t total = g.N * g.C * g.S;
   for (std::int64_t i = grid_thread(); i < total; i += grid_threads()) {
     const std::int64_t c = (i / g.S) % g.C;
-    out[i] = x[i] * scale[c] + shift[c];
+    const T y = x[i] * scale[c] + shift[c];
+    out[i] = relu && !(y > T(0)) ? T(0) : y;
   }
 }
 
@@ -405,14 +406,14 @@ void launch_batch_norm_backward_reduce(DType dtype, const void* grad_out, const 
 }
 
 void launch_batch_norm_affine(DType dtype, const void* x, const void* scale, const void* shift, std::int64_t N,
-                              std::int64_t C, std::int64_t S, void* out) {
+                              std::int64_t C, std::int64_t S, bool relu, void* out) {
   const std::int64_t total = N * C * S;
   if (total == 0) return;
   const LaunchShape s = grid_stride_shape(total);
   dispatch_floating(dtype, "batch_norm_affine", [&](auto t) {
     using T = decltype(t);
     launch(affine_kernel<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, static_cast<const T*>(x),
-           static_cast<const T*>(scale), static_cast<const T*>(shift), ChannelGeometry{N, C, S}, static_cast<T*>(out));
+           static_cast<const T*>(scale), static_cast<const T*>(shift), ChannelGeometry{N, C, S}, relu, static_cast<T*>(out));
   });
 }
 

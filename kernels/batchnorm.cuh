@@ -38,9 +38,10 @@ void launch_batch_norm_stats(DType dtype, const void* x, std::int64_t N, std::in
 void launch_batch_norm_backward_reduce(DType dtype, const void* grad_out, const void* x, const void* mean,
                                        std::int64_t N, std::int64_t C, std::int64_t S, void* sum_dy,
                                        void* sum_dy_xmu, const BatchNormPlan& plan, void* workspace);
-// out = x * scale[c] + shift[c]. One version: an elementwise map.
+// out = x * scale[c] + shift[c], or with relu max(0, that). One version: an
+// elementwise map.
 void launch_batch_norm_affine(DType dtype, const void* x, const void* scale, const void* shift, std::int64_t N,
-                              std::int64_t C, std::int64_t S, void* out);
+                              std::int64_t C, std::int64_t S, bool relu, void* out);
 // grad_in = weight[c] * invstd[c] * (dy - sum_dy[c] / M - (x - mean[c]) * invstd[c]^2 * sum_dy_xmu[c] / M).
 void launch_batch_norm_backward_input(DType dtype, const void* grad_out, const void* x, const void* mean,
                                       const void* invstd, const void* weight, const void* sum_dy,

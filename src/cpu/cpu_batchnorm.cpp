@@ -87,7 +87,7 @@ void CpuBackend::batch_norm_stats(const Tensor& x, const Tensor& mean, const Ten
   });
 }
 
-void CpuBackend::batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift,
+void CpuBackend::batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu,
                                    const Tensor& out) {
   const ChannelView v(x);
   dispatch_floating(x.dtype(), "batch_norm_affine", [&]<typename T>() {
@@ -100,7 +100,14 @@ void CpuBackend::batch_norm_affine(const Tensor& x, const Tensor& scale, const T
       const T k = a[p % v.C], d = b[p % v.C];
       const T* xi = xp + p * v.S;
       T* yi = yp + p * v.S;
-      for (std::int64_t s = 0; s < v.S; ++s) yi[s] = xi[s] * k + d;
+      if (relu) {  // two loops, so that neither tests the flag per element
+        for (std::int64_t s = 0; s < v.S; ++s) {
+          const T y = xi[s] * k + d;
+          yi[s] = y > T(0) ? y : T(0);  // as relu: NaN gives 0
+        }
+      } else {
+        for (std::int64_t s = 0; s < v.S; ++s) yi[s] = xi[s] * k + d;
+      }
     }
   });
 }

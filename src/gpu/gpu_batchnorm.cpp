@@ -35,9 +35,10 @@ void GpuBackend::batch_norm_stats(const Tensor& x, const Tensor& mean, const Ten
                           data_or_null(workspace));
 }
 
-void GpuBackend::batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift, const Tensor& out) {
+void GpuBackend::batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu,
+                                   const Tensor& out) {
   const ChannelView v("batch_norm_affine", x);
-  launch_batch_norm_affine(x.dtype(), x.raw_data(), scale.raw_data(), shift.raw_data(), v.N, v.C, v.S,
+  launch_batch_norm_affine(x.dtype(), x.raw_data(), scale.raw_data(), shift.raw_data(), v.N, v.C, v.S, relu,
                            out.raw_data());
 }
 

@@ -59,7 +59,11 @@ double BatchNormBase::next_momentum() {
   return options_.momentum_ ? *options_.momentum_ : 1.0 / static_cast<double>(batches_seen_);
 }
 
-Tensor BatchNormBase::forward(const Tensor& x) {
+Tensor BatchNormBase::forward(const Tensor& x) { return normalise(x, false); }
+
+Tensor BatchNormBase::forward_relu(const Tensor& x) { return normalise(x, true); }
+
+Tensor BatchNormBase::normalise(const Tensor& x, bool relu) {
   CK_CHECK(x.defined(), name(), ": the input is undefined");
   check_input(x);
   CK_CHECK(x.size(1) == options_.num_features_, name(), "(", options_.num_features_,
@@ -69,8 +73,9 @@ Tensor BatchNormBase::forward(const Tensor& x) {
   const bool use_batch_stats = is_training() || !track;
   // [N, C, L] is normalised as [N, C, L, 1], which batch_norm accepts.
   const Tensor input = x.dim() == 3 ? x.unsqueeze(-1) : x;
-  Tensor y = batch_norm(input, track ? running_mean : Tensor(), track ? running_var : Tensor(), weight, bias,
-                        use_batch_stats, momentum, options_.eps_);
+  Tensor y = (relu ? batch_norm_relu : batch_norm)(input, track ? running_mean : Tensor(),
+                                                  track ? running_var : Tensor(), weight, bias, use_batch_stats,
+                                                  momentum, options_.eps_);
   return x.dim() == 3 ? y.squeeze(-1) : y;
 }
 

@@ -1,6 +1,7 @@
 #include "convkit/nn/sequential.h"
 
 #include "convkit/nn/activation.h"
+#include "convkit/nn/batchnorm.h"
 
 namespace convkit::nn {
 
@@ -17,7 +18,18 @@ std::shared_ptr<Module> Sequential::operator[](std::size_t index) const {
 
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
-  for (const auto& [key, child] : named_children()) {
+  const auto& children = named_children();
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const std::shared_ptr<Module>& child = children[i].second;
+    // Batch norm then ReLU: one pass (BatchNormBase::forward_relu) instead of
+    // a second one over the normalised tensor.
+    auto* bn = dynamic_cast<BatchNormBase*>(child.get());
+    const bool relu_next = i + 1 < children.size() && dynamic_cast<const ReLU*>(children[i + 1].second.get());
+    if (bn != nullptr && relu_next) {
+      x = bn->forward_relu(x);
+      ++i;
+      continue;
+    }
     // A ReLU rectifies the activation before it in place when this loop
     // holds the only handle on it and nothing shares its storage (no saved
     // copy, no view, not the caller's input): the activation is then

@@ -29,10 +29,11 @@ void check_channel_tensor(const Tensor& x, const Tensor& t, const char* name) {
 
 Tensor channel_tensor(const Tensor& x) { return detail::new_empty({x.size(1)}, x); }
 
-}  // namespace
-
-Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
-                  const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
+// batch_norm, and with `relu` relu(batch_norm(...)) in the same pass over x,
+// whose backward masks the gradient as relu's does before batch norm's.
+Tensor batch_norm_impl(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps,
+                       bool relu) {
   detail::check_floating("batch_norm", x);
   CK_CHECK(x.dim() >= 2, "batch_norm: expected an input of shape [N, C] or [N, C, H, W], got ", x.shape());
   check_channel_tensor(x, running_mean, "running_mean");
@@ -81,14 +82,15 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     if (bias.defined()) shift = add(shift, bias.detach());
   }
   Tensor out = detail::new_empty(x.shape(), x);
-  if (out.numel() > 0) be.batch_norm_affine(xc, scale, shift, out);
+  if (out.numel() > 0) be.batch_norm_affine(xc, scale, shift, relu, out);
 
   const bool need_x = x.requires_grad(), need_w = weight.defined() && weight.requires_grad(),
              need_b = bias.defined() && bias.requires_grad();
-  return record(out, "BatchNormBackward", {x, weight, bias},
-                [sx = SavedTensor(xc), sw = SavedTensor(w), mean, invstd, scale, training, need_x, need_w,
-                 need_b](const Tensor& g) {
+  return record(out, relu ? "BatchNormReluBackward" : "BatchNormBackward", {x, weight, bias},
+                [sx = SavedTensor(xc), sw = SavedTensor(w), sy = relu ? SavedTensor(out.detach()) : SavedTensor(),
+                 mean, invstd, scale, training, need_x, need_w, need_b](const Tensor& g_out) {
                   const Tensor& xs = sx.get();
+                  const Tensor g = sy.defined() ? detail::relu_backward(g_out, sy.get()) : g_out;
                   const Tensor gc = g.contiguous();
                   Backend& b = backend_of(gc);
                   const Tensor sum_dy = channel_tensor(xs), sum_dy_xmu = channel_tensor(xs);
@@ -105,11 +107,23 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                       b.batch_norm_backward_input(gc, xs, mean, invstd, sw.get(), sum_dy, sum_dy_xmu, gx);
                     } else if (xs.numel() > 0) {
                       // Eval: the statistics are constants, so dx = dy * weight * invstd.
-                      b.batch_norm_affine(gc, scale, zeros_like(scale), gx);
+                      b.batch_norm_affine(gc, scale, zeros_like(scale), /*relu=*/false, gx);
                     }
                   }
                   return V{gx, need_w ? mul(sum_dy_xmu, invstd) : Tensor(), need_b ? sum_dy : Tensor()};
                 });
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, /*relu=*/false);
+}
+
+Tensor batch_norm_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                       const Tensor& bias, bool training, double momentum, double eps) {
+  return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, /*relu=*/true);
 }
 
 }  // namespace convkit

@@ -1,6 +1,7 @@
 // Batch norm: training-mode output and running-stat updates against a float64
 // reference over several steps, eval mode from the running stats, and
 // gradcheck of the closed-form backward in both modes.
+#include <algorithm>
 #include <cmath>
 
 #include "layers/layer_testing.h"
@@ -132,6 +133,39 @@ TEST_P(BatchNorm, GradientsPassGradcheckInBothModes) {
         }, {x, w})) << s;
       }
     }
+  }
+}
+
+// batch_norm_relu: the values of relu(batch_norm(...)) in both modes, in
+// float32 and float64, and a gradient that passes gradcheck.
+TEST_P(BatchNorm, ReluFusedMatchesReluOfBatchNorm) {
+  std::mt19937_64 rng(testing::kSeed + 205);
+  for (DType dt : {DType::float32, DType::float64}) {
+    const TensorOptions o = opts(dt, GetParam());
+    const Shape s{3, 4, 5, 3};
+    const Tensor x = random_tensor(s, rng, o), w = random_tensor({4}, rng, o, 0.5, 1.5),
+                 b = random_tensor({4}, rng, o);
+    for (bool training : {true, false}) {
+      Tensor rm1 = random_tensor({4}, rng, o), rv1 = random_tensor({4}, rng, o, 0.5, 2);
+      Tensor rm2 = rm1.clone(), rv2 = rv1.clone();
+      const Tensor fused = batch_norm_relu(x, rm1, rv1, w, b, training, 0.1, 1e-3);
+      const Tensor composed = relu(batch_norm(x, rm2, rv2, w, b, training, 0.1, 1e-3));
+      EXPECT_TRUE(all_close(fused, composed.to_vector<double>(), 0, 0)) << dt << " training " << training;
+      EXPECT_TRUE(all_close(rm1, rm2.to_vector<double>(), 0, 0));
+      EXPECT_TRUE(all_close(rv1, rv2.to_vector<double>(), 0, 0));
+      const std::vector<double> y = fused.to_vector<double>();
+      EXPECT_TRUE(std::any_of(y.begin(), y.end(), [](double v) { return v == 0; }));  // the ReLU cut something
+    }
+  }
+  const TensorOptions o = opts(DType::float64, GetParam());
+  const Tensor x = random_tensor({2, 3, 3, 2}, rng, TensorOptions(o).requires_grad());
+  const Tensor w = random_tensor({3}, rng, TensorOptions(o).requires_grad(), 0.5, 1.5);
+  const Tensor b = random_tensor({3}, rng, TensorOptions(o).requires_grad());
+  for (bool training : {true, false}) {
+    const Tensor rm = random_tensor({3}, rng, o), rv = random_tensor({3}, rng, o, 0.5, 2);
+    EXPECT_TRUE(grad_ok([&](const auto& in) {
+      return batch_norm_relu(in[0], rm.clone(), rv.clone(), in[1], in[2], training, 0.1, 1e-3);
+    }, {x, w, b})) << "training " << training;
   }
 }
 

@@ -172,6 +172,31 @@ TEST(Module, SequentialReluInPlaceMatchesRelu) {
   EXPECT_EQ(gw, first->w.grad().to_vector<double>());
 }
 
+// Sequential runs BatchNorm2d + ReLU as one batch_norm_relu; outputs and
+// gradients are those of the two modules run one after the other.
+TEST(Module, SequentialFusesBatchNormAndRelu) {
+  manual_seed(12);
+  auto bn = std::make_shared<nn::BatchNorm2d>(3);
+  nn::init::uniform_(bn->weight, 0.5, 1.5);
+  nn::init::uniform_(bn->bias, -0.5, 0.5);
+  auto seq = std::make_shared<nn::Sequential>(
+      std::initializer_list<std::shared_ptr<nn::Module>>{bn, std::make_shared<nn::ReLU>()});
+  const Tensor x = randn({4, 3, 5, 5}, TensorOptions().requires_grad());
+  const Tensor y = seq->forward(x);
+  sum(y * y).backward();
+  const std::vector<double> gx = x.grad().to_vector<double>(), gw = bn->weight.grad().to_vector<double>();
+  const std::vector<double> mean_after_one = bn->running_mean.to_vector<double>();
+  x.grad().zero_();
+  bn->weight.grad().zero_();
+  const Tensor want = relu(bn->forward(x));
+  EXPECT_TRUE(all_close(y, want.to_vector<double>(), 0, 0));
+  sum(want * want).backward();
+  EXPECT_TRUE(all_close(x.grad(), gx, 1e-6, 1e-6));
+  EXPECT_TRUE(all_close(bn->weight.grad(), gw, 1e-6, 1e-6));
+  EXPECT_EQ(bn->num_batches_tracked.item(), 2.0);  // each forward counted once
+  EXPECT_NE(mean_after_one, std::vector<double>(3, 0.0));  // the fused forward updated the running mean
+}
+
 TEST(Module, BaseForwardExplainsItself) {
   struct Holder : nn::Module {
     Holder() : Module("Holder") {}

@@ -89,8 +89,10 @@ class Backend {
   // mean[c] and the biased variance var[c] of channel c.
   virtual void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) = 0;
   // out = x * scale[c] + shift[c]: normalisation and affine folded into one map
-  // (also the eval-mode input gradient, with shift = 0).
-  virtual void batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift,
+  // (also the eval-mode input gradient, with shift = 0); with `relu`,
+  // out = max(0, x * scale[c] + shift[c]), batch norm and a following ReLU in
+  // one pass (batch_norm_relu).
+  virtual void batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu,
                                  const Tensor& out) = 0;
   // sum_dy[c] = sum(grad_out), sum_dy_xmu[c] = sum(grad_out * (x - mean[c])).
   virtual void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& x,

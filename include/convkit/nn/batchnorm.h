@@ -36,6 +36,9 @@ struct BatchNormOptions {
 class BatchNormBase : public Module {
  public:
   Tensor forward(const Tensor& x) override;
+  // relu(forward(x)) in one pass (batch_norm_relu): what Sequential runs for
+  // this layer when a ReLU follows it.
+  Tensor forward_relu(const Tensor& x);
   std::string extra_repr() const override;
   std::string spec() const override;
   void reset_running_stats();
@@ -51,6 +54,7 @@ class BatchNormBase : public Module {
   virtual void check_input(const Tensor& x) const = 0;
 
  private:
+  Tensor normalise(const Tensor& x, bool relu);
   // Momentum for this training step; bumps num_batches_tracked.
   double next_momentum();
 

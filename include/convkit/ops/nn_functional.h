@@ -20,6 +20,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training,
                   double momentum = 0.1, double eps = 1e-5);
+// relu(batch_norm(...)), with the ReLU applied in batch norm's own pass over
+// x (no second pass, no intermediate tensor); same values and gradients.
+Tensor batch_norm_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, bool training,
+                       double momentum = 0.1, double eps = 1e-5);
 
 // Inverted dropout: zeroes each element with probability p and scales the rest
 // by 1/(1-p) in training; the identity in eval. The mask is drawn from the

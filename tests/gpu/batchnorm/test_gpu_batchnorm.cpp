@@ -162,8 +162,12 @@ TEST_P(GpuBatchNorm, AffineAndInputGradientMatchFloat64Reference) {
           }
       const double tol = dt == DType::float32 ? 1e-5 : 1e-13;
       Tensor out = empty(s, opts), grad_in = empty(s, opts);
-      backend_for(GetParam()).batch_norm_affine(x, scale, shift, out);
+      backend_for(GetParam()).batch_norm_affine(x, scale, shift, /*relu=*/false, out);
       EXPECT_TRUE(all_close(out, y, tol, tol));
+      std::vector<double> rectified(y);
+      for (double& v : rectified) v = v > 0 ? v : 0;
+      backend_for(GetParam()).batch_norm_affine(x, scale, shift, /*relu=*/true, out);
+      EXPECT_TRUE(all_close(out, rectified, tol, tol));
       backend_for(GetParam()).batch_norm_backward_input(dy, x, mean, invstd, weight, s1, s2, grad_in);
       EXPECT_TRUE(all_close(grad_in, gi, tol, tol));
     }
