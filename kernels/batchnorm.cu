@@ -413,7 +413,8 @@ void launch_batch_norm_affine(DType dtype, const void* x, const void* scale, con
   dispatch_floating(dtype, "batch_norm_affine", [&](auto t) {
     using T = decltype(t);
     launch(affine_kernel<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, static_cast<const T*>(x),
-           static_cast<const T*>(scale), static_cast<const T*>(shift), ChannelGeometry{N, C, S}, relu, static_cast<T*>(out));
+           static_cast<const T*>(scale), static_cast<const T*>(shift), ChannelGeometry{N, C, S}, relu,
+           static_cast<T*>(out));
   });
 }
 

@@ -51,7 +51,8 @@ constexpr double kParallelFlops = 1 << 22;
 template <typename A, typename B, typename C>
 void product(const A& a, const B& b, C& c) {
   const int threads = omp_get_max_threads();
-  const double flops = 2.0 * static_cast<double>(c.rows()) * static_cast<double>(c.cols()) * static_cast<double>(a.cols());
+  const double flops =
+      2.0 * static_cast<double>(c.rows()) * static_cast<double>(c.cols()) * static_cast<double>(a.cols());
   if (threads == 1 || omp_in_parallel() || flops < kParallelFlops) {
     c.noalias() = a * b;
     return;

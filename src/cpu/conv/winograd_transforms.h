@@ -90,9 +90,10 @@ struct F<4> {
     out[4] = d[4] - d[2] + T(2) * (d[1] - d[3]);
     out[5] = T(4) * d[1] - T(5) * d[3] + d[5];
   }
-  // Products with rounded reciprocals, not divisions: a division is about
-  // ten times a multiplication's cost, and these run once per filter per
-  // pass (a fifth of conv4's forward at batch 32 when they were divisions).
+  // Products with rounded reciprocals, not divisions, which cost about ten
+  // multiplications each: they were a fifth of conv4's forward at batch 32
+  // when the convolution ran these per filter. The convolution now applies
+  // the matrices read off them (winograd_conv.cpp), so they are cold.
   template <typename T>
   static constexpr T kQuarter = T(1) / T(4);
   template <typename T>
