@@ -49,10 +49,10 @@ void aligned_free(void* p) { std::free(p); }
 // workspaces) are kept, up to 1 GiB in all: glibc returns large blocks to
 // the kernel on free, and a training step would page-fault them all in
 // again every iteration. With 1 MiB as the floor, the pooled activations and
-// dropout masks of cifar10-cnn at batch 32 (0.9 MB) still cost 342 page
-// faults per step, about 2.5% of it. Under AddressSanitizer every block comes straight from
-// aligned_alloc, so that a use after free or a read past the requested size
-// is still caught.
+// dropout masks at batch 32 (0.5-0.9 MB) still cost 118-342 page faults per
+// step (docs/performance.md, step 22). Under AddressSanitizer every block
+// comes straight from aligned_alloc, so that a use after free or a read past
+// the requested size is still caught.
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kCacheBlocks = false;
 #else

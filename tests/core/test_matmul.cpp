@@ -51,6 +51,24 @@ TEST_P(Matmul, MatchesReferenceForLayoutsAndBatches) {
   }
 }
 
+// Products over the cpu's threading threshold (4 MFLOP) are split between
+// threads by output rows or by output columns; sizes that are not multiples
+// of the 16-column blocks leave a last, shorter block.
+TEST_P(Matmul, LargeProductsSplitByRowsOrColumnsMatchReference) {
+  std::mt19937_64 rng(testing::kSeed + 22);
+  for (DType dt : {DType::float32, DType::float64}) {
+    const TensorOptions o = TensorOptions().dtype(dt).device(GetParam());
+    const double tol = dt == DType::float32 ? 1e-4 : 1e-11;
+    const Tensor a = random_tensor({20, 300}, rng, o), b = random_tensor({300, 401}, rng, o);  // by columns
+    EXPECT_TRUE(all_close(matmul(a, b), ref_matmul(a, b), tol, tol)) << dt;
+    const Tensor c = random_tensor({333, 50}, rng, o), d = random_tensor({50, 130}, rng, o);  // by rows
+    EXPECT_TRUE(all_close(matmul(c, d), ref_matmul(c, d), tol, tol)) << dt;
+    // Column-major views, as the dense layer's backward passes them.
+    const Tensor ct = random_tensor({50, 333}, rng, o), dt_ = random_tensor({130, 50}, rng, o);
+    EXPECT_TRUE(all_close(matmul(ct.t(), dt_.t()), ref_matmul(ct.t(), dt_.t()), tol, tol)) << dt;
+  }
+}
+
 TEST_P(Matmul, GradientsPassGradcheck) {
   std::mt19937_64 rng(testing::kSeed + 21);
   const TensorOptions o = TensorOptions().dtype(DType::float64).device(GetParam()).requires_grad();
