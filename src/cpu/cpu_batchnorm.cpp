@@ -1,10 +1,10 @@
 // Batch-norm kernels over contiguous x viewed as [N, C, S]. Per-channel sums
-// run one channel per task and accumulate in double (in SIMD lanes), so
-// float32 statistics over large batches stay accurate; the elementwise passes
-// run one (n, c) plane per task.
+// accumulate in double (in SIMD lanes), so float32 statistics over large
+// batches stay accurate; every pass runs one (n, c) plane per task.
 #include <algorithm>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "cpu/cpu_backend.h"
 #include "cpu/strided_loop.h"
@@ -52,10 +52,27 @@ std::pair<double, double> gradient_sums(const T* g, const T* x, std::int64_t n, 
   return {sum_g, sum_gx};
 }
 
-// f(plane pointer offset) for every (n) plane of channel c.
-template <typename F>
-void for_each_plane_of_channel(const ChannelView& v, std::int64_t c, F&& f) {
-  for (std::int64_t n = 0; n < v.N; ++n) f((n * v.C + c) * v.S);
+// Two per-channel sums: plane_sums(offset, c) for every (n, c) plane, added
+// per channel in image order. The planes are summed in parallel in memory
+// order, each thread streaming one contiguous part of the tensor: a channel
+// per task, as before, read N planes of a few KB, C * S values apart, which
+// the prefetchers follow badly (the reductions ran at half the bandwidth of
+// the elementwise passes; docs/performance.md, step 30). Adding the planes'
+// sums in image order afterwards keeps the totals those of a sequential loop
+// over the images, whatever the thread count.
+template <typename PlaneSums>
+std::vector<std::pair<double, double>> channel_sums(const ChannelView& v, bool parallel, PlaneSums plane_sums) {
+  std::vector<std::pair<double, double>> planes(static_cast<std::size_t>(v.N * v.C));
+#pragma omp parallel for schedule(static) if (parallel)
+  for (std::int64_t p = 0; p < v.N * v.C; ++p) planes[p] = plane_sums(p * v.S, p % v.C);
+  std::vector<std::pair<double, double>> totals(static_cast<std::size_t>(v.C), {0.0, 0.0});
+  for (std::int64_t n = 0; n < v.N; ++n) {
+    for (std::int64_t c = 0; c < v.C; ++c) {
+      totals[c].first += planes[n * v.C + c].first;
+      totals[c].second += planes[n * v.C + c].second;
+    }
+  }
+  return totals;
 }
 
 }  // namespace
@@ -71,17 +88,16 @@ void CpuBackend::batch_norm_stats(const Tensor& x, const Tensor& mean, const Ten
     T* mp = mean.data<T>();
     T* vp = var.data<T>();
     const double inv_m = 1.0 / static_cast<double>(v.count());
-#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork && v.C > 1)
+    std::vector<double> shifts(static_cast<std::size_t>(v.C), 0.0);
+    if (v.count() > 0)
+      for (std::int64_t c = 0; c < v.C; ++c) shifts[c] = static_cast<double>(xp[c * v.S]);
+    const auto sums = channel_sums(v, x.numel() > kParallelWork, [&](std::int64_t off, std::int64_t c) {
+      return shifted_sums(xp + off, v.S, shifts[c]);
+    });
     for (std::int64_t c = 0; c < v.C; ++c) {
-      const double shift = v.count() > 0 ? static_cast<double>(xp[c * v.S]) : 0.0;
-      double sum = 0, sq = 0;
-      for_each_plane_of_channel(v, c, [&](std::int64_t off) {
-        const auto [plane_sum, plane_sq] = shifted_sums(xp + off, v.S, shift);
-        sum += plane_sum;
-        sq += plane_sq;
-      });
+      const auto [sum, sq] = sums[c];
       const double mean_d = sum * inv_m;
-      mp[c] = static_cast<T>(shift + mean_d);
+      mp[c] = static_cast<T>(shifts[c] + mean_d);
       vp[c] = static_cast<T>(std::max(0.0, sq * inv_m - mean_d * mean_d));
     }
   });
@@ -122,17 +138,12 @@ void CpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor
     const T* mp = mean.data<T>();
     T* s1 = sum_dy.data<T>();
     T* s2 = sum_dy_xmu.data<T>();
-#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork && v.C > 1)
+    const auto sums = channel_sums(v, x.numel() > kParallelWork, [&](std::int64_t off, std::int64_t c) {
+      return gradient_sums(gp + off, xp + off, v.S, static_cast<double>(mp[c]));
+    });
     for (std::int64_t c = 0; c < v.C; ++c) {
-      const double mu = static_cast<double>(mp[c]);
-      double a = 0, b = 0;
-      for_each_plane_of_channel(v, c, [&](std::int64_t off) {
-        const auto [plane_a, plane_b] = gradient_sums(gp + off, xp + off, v.S, mu);
-        a += plane_a;
-        b += plane_b;
-      });
-      s1[c] = static_cast<T>(a);
-      s2[c] = static_cast<T>(b);
+      s1[c] = static_cast<T>(sums[c].first);
+      s2[c] = static_cast<T>(sums[c].second);
     }
   });
 }

@@ -1,3 +1,5 @@
+#include <cstdint>
+
 #include "support/support.h"
 
 namespace convkit {
@@ -83,6 +85,21 @@ TEST_P(TensorOnDevice, CopiesAcrossDevicesAndDtypes) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, TensorOnDevice, ::testing::ValuesIn(testing::test_devices()),
                          testing::device_name);
+
+// cpu blocks of 2 MiB and more start on a 2 MiB boundary, so that the huge
+// pages asked for them (cpu_backend.cpp) can back them from their first byte;
+// smaller ones keep the 64-byte alignment the SIMD loops assume.
+TEST(CpuAllocation, LargeTensorsStartOnA2MiBBoundaryAndSmallOnesOn64Bytes) {
+  constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
+  for (std::int64_t floats : {std::int64_t{1} << 19, (std::int64_t{3} << 19) + 7, std::int64_t{1} << 22}) {
+    const Tensor t = empty({floats});
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data<float>()) % kHugePage, 0u) << floats << " floats";
+  }
+  for (std::int64_t floats : {std::int64_t{1}, std::int64_t{1000}, (std::int64_t{1} << 19) - 1}) {
+    const Tensor t = empty({floats});
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data<float>()) % 64, 0u) << floats << " floats";
+  }
+}
 
 TEST(TensorPrint, ReadsLikePyTorch) {
   EXPECT_EQ(from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}).str(), "tensor([[1., 2.],\n        [3., 4.]])");
