@@ -64,15 +64,16 @@ bool winograd_shape(const Conv2dDesc& d) {
 }
 
 // An algorithm as registered, winograd held to one output tile size (tile
-// 2 or 4), or im2col_gemm held to one GEMM kernel, so that every tile size and
-// kernel runs every case.
+// 2 or 4) or to Eigen for its products, or im2col_gemm held to one GEMM
+// kernel, so that every tile size and kernel runs every case.
 struct Variant {
   ConvAlgo algo;
   int tile = 0;
   GemmKernel kernel = GemmKernel::automatic;
 };
 const ConvAlgorithm& variant_algorithm(const Variant& v) {
-  if (v.tile != 0) return winograd_conv_algorithm_with_tile(v.tile);
+  if (v.algo == ConvAlgo::winograd && (v.tile != 0 || v.kernel != GemmKernel::automatic))
+    return winograd_conv_algorithm_with(v.tile, v.kernel);
   if (v.kernel != GemmKernel::automatic) return im2col_gemm_conv_algorithm_with_kernel(v.kernel);
   return conv_algorithm(v.algo);
 }
@@ -208,6 +209,7 @@ INSTANTIATE_TEST_SUITE_P(AllCases, ConvAlgorithmCase,
                                                               Variant{ConvAlgo::fft}, Variant{ConvAlgo::winograd},
                                                               Variant{ConvAlgo::winograd, 2},
                                                               Variant{ConvAlgo::winograd, 4},
+                                                              Variant{ConvAlgo::winograd, 0, GemmKernel::eigen},
                                                               Variant{ConvAlgo::im2col_gemm, 0, GemmKernel::eigen},
                                                               Variant{ConvAlgo::im2col_gemm, 0, GemmKernel::taps}),
                                             ::testing::Range<std::size_t>(0, conv_cases().size())),
@@ -235,7 +237,43 @@ TEST_P(TapGemmTwinCase, TapsAgreeWithTheEigenKernelInFloat32) {
   EXPECT_EQ(taps.db, eigen.db) << "the bias gradient is the same double sum in both " << d;
 }
 
+// winograd's products on the tap kernels against Eigen, their twin, on every
+// case winograd computes, with each output tile size.
+class WinogradTapsTwinCase : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(WinogradTapsTwinCase, ProductsOnTapsAgreeWithEigenInFloat32) {
+  const Conv2dDesc& d = conv_cases()[GetParam()].desc;
+  if (!tap_gemm_compiled()) GTEST_SKIP() << "this build has no AVX2 + FMA tap kernels";
+  const Inputs<float> in(d, case_seed(GetParam()));
+  for (int tile : {2, 4}) {
+    const Outputs<float> taps = run_passes<float>(winograd_conv_algorithm_with(tile, GemmKernel::taps), d, in);
+    const Outputs<float> eigen = run_passes<float>(winograd_conv_algorithm_with(tile, GemmKernel::eigen), d, in);
+    auto compare = [&](const std::vector<float>& a, const std::vector<float>& b, const Reference& ref,
+                       const char* what) {
+      std::vector<double> tol = tolerances<float>(ConvAlgo::winograd, ref);
+      for (double& t : tol) t *= 2;
+      EXPECT_TRUE(all_within(a, std::vector<double>(b.begin(), b.end()), tol)) << what << " F(" << tile << ") " << d;
+    };
+    compare(taps.y, eigen.y, reference_forward(d, in.x, in.w, in.b), "forward");
+    compare(taps.dx, eigen.dx, reference_backward_data(d, in.dy, in.w), "backward_data");
+    EXPECT_EQ(taps.dw, eigen.dw) << "backward-weights has no tap kernel: the same products in both, F(" << tile
+                                 << ") " << d;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllCases, TapGemmTwinCase, ::testing::Range<std::size_t>(0, conv_cases().size()),
+                         [](const ::testing::TestParamInfo<std::size_t>& info) {
+                           return std::to_string(info.param) + "_" + conv_cases()[info.param].name;
+                         });
+
+std::vector<std::size_t> winograd_case_indices() {
+  std::vector<std::size_t> indices;
+  for (std::size_t i = 0; i < conv_cases().size(); ++i)
+    if (winograd_shape(conv_cases()[i].desc)) indices.push_back(i);
+  return indices;
+}
+
+INSTANTIATE_TEST_SUITE_P(WinogradCases, WinogradTapsTwinCase, ::testing::ValuesIn(winograd_case_indices()),
                          [](const ::testing::TestParamInfo<std::size_t>& info) {
                            return std::to_string(info.param) + "_" + conv_cases()[info.param].name;
                          });

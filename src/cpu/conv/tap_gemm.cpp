@@ -102,8 +102,8 @@ struct Correlation {
   i64 taps;
   const float* weights;  // out_channels x taps
   const float* bias;     // out_channels, or nullptr for zero
-  float* out;            // out_channels x rows x cols
-  i64 out_channels, rows, cols;
+  float* out;            // out_channels planes of rows x cols, out_channel_stride apart
+  i64 out_channels, rows, cols, out_channel_stride;
 };
 
 #ifdef CONVKIT_TAP_GEMM
@@ -174,9 +174,9 @@ template <typename Vec, int Channels>
 // 28-column images ran at half the speed.
 template <int Channels>
 void correlation_row(const Correlation& c, i64 o0, i64 p) {
-  const i64 out_plane = c.rows * c.cols;
+  const i64 out_plane = c.out_channel_stride;
   const float* src = c.src + p * c.pitch;
-  float* out = c.out + (o0 * c.rows + p) * c.cols;
+  float* out = c.out + o0 * out_plane + p * c.cols;
   i64 q0 = 0;
 #ifdef CONVKIT_TAP_GEMM_512
   for (; q0 + Zmm::kColumns <= c.cols; q0 += Zmm::kColumns)
@@ -192,16 +192,19 @@ void correlation_row(const Correlation& c, i64 o0, i64 p) {
   }
 }
 
+// Tiles of up to 8 channels: 16 zmm accumulators of AVX-512's 32 registers
+// (tap_gemm_multiply); the convolutions keep 6, which AVX2's 16 ymm hold.
+constexpr int kMaxTileChannels = 8;
 using CorrelationRow = void (*)(const Correlation&, i64, i64);
-constexpr std::array<CorrelationRow, kTileChannels + 1> kCorrelationRows = {
-    nullptr, correlation_row<1>, correlation_row<2>, correlation_row<3>,
-    correlation_row<4>, correlation_row<5>, correlation_row<6>};
+constexpr std::array<CorrelationRow, kMaxTileChannels + 1> kCorrelationRows = {
+    nullptr,           correlation_row<1>, correlation_row<2>, correlation_row<3>, correlation_row<4>,
+    correlation_row<5>, correlation_row<6>, correlation_row<7>, correlation_row<8>};
 
-void correlate(const Correlation& c, bool parallel) {
+void correlate(const Correlation& c, bool parallel, int tile_channels = kTileChannels) {
 #pragma omp parallel for schedule(static) if (parallel)
   for (i64 p = 0; p < c.rows; ++p) {
-    for (i64 o0 = 0; o0 < c.out_channels; o0 += kTileChannels) {
-      const i64 channels = std::min<i64>(kTileChannels, c.out_channels - o0);
+    for (i64 o0 = 0; o0 < c.out_channels; o0 += tile_channels) {
+      const i64 channels = std::min<i64>(tile_channels, c.out_channels - o0);
       kCorrelationRows[static_cast<std::size_t>(channels)](c, o0, p);
     }
   }
@@ -334,7 +337,8 @@ void correlate_groups(const Conv2dDesc& d, const float* src, i64 src_rows, i64 s
   for (i64 g = 0; g < d.groups; ++g) {
     const Correlation c{scratch + g * in_per_group * planes.plane(), planes.pitch, offsets.data(), taps,
                         weights + g * out_per_group * taps, bias != nullptr ? bias + g * out_per_group : nullptr,
-                        out + g * out_per_group * out_rows * out_cols, out_per_group, out_rows, out_cols};
+                        out + g * out_per_group * out_rows * out_cols, out_per_group, out_rows, out_cols,
+                        out_rows * out_cols};
     correlate(c, parallel);
   }
 }
@@ -360,6 +364,23 @@ void tap_gemm_backward_data_image(const Conv2dDesc& d, const float* dy_image, co
                    scratch, parallel);
 #else
   (void)d, (void)dy_image, (void)wflip, (void)dx_image, (void)scratch, (void)parallel;
+#endif
+}
+
+void tap_gemm_multiply(const float* a, std::int64_t rows, const std::int64_t* offsets, std::int64_t taps,
+                       const float* b, std::int64_t cols, float* out, std::int64_t out_stride) {
+  require_compiled();
+#ifdef CONVKIT_TAP_GEMM
+  // One output row of `cols` columns per "channel" o: the forward tiles with
+  // a pitch that is never used (rows = 1) and no bias.
+  const Correlation c{b, 0, offsets, taps, a, nullptr, out, rows, 1, cols, out_stride};
+#ifdef CONVKIT_TAP_GEMM_512
+  correlate(c, false, kMaxTileChannels);
+#else
+  correlate(c, false);
+#endif
+#else
+  (void)a, (void)rows, (void)offsets, (void)taps, (void)b, (void)cols, (void)out, (void)out_stride;
 #endif
 }
 

@@ -47,6 +47,15 @@ void tap_gemm_forward_image(const Conv2dDesc& d, const float* x_image, const flo
                             float* y_image, float* scratch, bool parallel);
 void tap_gemm_backward_data_image(const Conv2dDesc& d, const float* dy_image, const float* wflip,
                                   float* dx_image, float* scratch, bool parallel);
+// out[o * out_stride + q] = sum over t < taps of a[o * taps + t] * b[offsets[t] + q]
+// for o < rows and q < cols, on the calling thread: the forward tiles as a
+// plain product whose B operand is read in place, without packing (winograd's
+// per-point products U[xi] * V[xi]). b is read up to kTapGemmOverread floats
+// past each offsets[t] + cols; out is written only within its cols.
+void tap_gemm_multiply(const float* a, std::int64_t rows, const std::int64_t* offsets, std::int64_t taps,
+                       const float* b, std::int64_t cols, float* out, std::int64_t out_stride);
+constexpr std::int64_t kTapGemmOverread = 15;
+
 // Adds this image's filter gradient to dw.
 void tap_gemm_backward_weights_image(const Conv2dDesc& d, const float* x_image, const float* dy_image,
                                      float* dw, float* scratch, bool parallel);

@@ -39,10 +39,13 @@
 #include <bit>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "cpu/conv/conv_common.h"
 #include "cpu/conv/eigen_maps.h"
 #include "cpu/conv/implementations.h"
+#include "cpu/conv/tap_gemm.h"
 #include "cpu/conv/winograd_transforms.h"
 
 namespace convkit::cpu {
@@ -149,7 +152,7 @@ WinogradBuffers<T> carve_winograd(const WinogradPlan& plan, ConvPass pass, void*
   WorkspaceCarver carver(base);
   WinogradBuffers<T> out;
   if (!weights) out.filters = carver.take<T>(static_cast<std::size_t>(g.filter_elems()));
-  out.inputs = carver.take<T>(static_cast<std::size_t>(plan.lanes * points(g.m) * g.in_channels * plan.chunk));
+  out.inputs = carver.take<T>(static_cast<std::size_t>(plan.lanes * points(g.m) * g.in_channels * plan.chunk + kTapGemmOverread));
   out.products = carver.take<T>(static_cast<std::size_t>(plan.lanes * points(g.m) * g.out_channels * plan.chunk));
   if (weights) out.accumulators = carver.take<T>(static_cast<std::size_t>(plan.lanes * g.filter_elems()));
   out.stages = carver.take<T>(static_cast<std::size_t>(plan.lanes * StageBuffers<T>::elems(g.m, plan.chunk)));
@@ -191,11 +194,14 @@ WinogradPlan plan_winograd(const Conv2dDesc& d, ConvPass pass, int forced_tile) 
   // lanes get as many chunks (give or take one) and the threads finish
   // together. With 74 chunks over 16 lanes (conv2 of cifar10-cnn at batch
   // 128) one thread ran a lane of 5 chunks alone at the end while the other
-  // waited. The chunk stays a multiple of 8 tiles: the transform sweeps
-  // run over it in 8-float vectors, and 103 instead of 112 cost conv2 8%.
+  // waited. The chunk stays a multiple of 32 tiles: the transform sweeps
+  // run over it in 8- or 16-float vectors (103 instead of 112 tiles cost
+  // conv2 8%), and the tap kernels' widest tile is 32 columns (with 104
+  // tiles a chunk's products ended in a half-empty 16-column tile, and
+  // conv2's forward ran 5% slower than with 128).
   if (plan.chunks() > max_lanes) {
     const std::int64_t chunks = (plan.chunks() + max_lanes / 2) / max_lanes * max_lanes;
-    plan.chunk = std::min(kMaxChunkTiles, ((g.tiles() + chunks - 1) / chunks + 7) / 8 * 8);
+    plan.chunk = std::min(kMaxChunkTiles, ((g.tiles() + chunks - 1) / chunks + 31) / 32 * 32);
   }
   auto fits = [&] { return carve_winograd<T>(plan, pass, nullptr).bytes <= d.workspace_limit; };
   for (plan.lanes = std::min(plan.chunks(), max_lanes); plan.lanes > 1; --plan.lanes) {
@@ -489,9 +495,28 @@ void transform_outputs(const TileGeometry& g, const T* products, const ChunkTile
 }
 
 // M[xi] = U[xi] * V[xi] for each point and group: (outg x ing) * (ing x count).
+// Two kernels: the tap kernels' register tiles (float32, in builds that have
+// them; `offsets` then holds ing row offsets of V, i * chunk), which read V
+// in place and write each value of M once; or Eigen's GEMM (the simple twin,
+// and the float64 path), which packs U and V for every product and needs M
+// zeroed first. With the tap kernels conv2 of cifar10-cnn ran its products
+// at 316 instead of 200 GFLOP/s (docs/performance.md, step 32).
 template <typename T>
-void multiply_points(const TileGeometry& g, const T* U, const T* V, std::int64_t count, std::int64_t chunk, T* M) {
+void multiply_points(const TileGeometry& g, const T* U, const T* V, std::int64_t count, std::int64_t chunk,
+                     const std::vector<std::int64_t>& offsets, T* M) {
   const std::int64_t ing = g.in_per_group(), outg = g.out_per_group();
+  if constexpr (std::is_same_v<T, float>) {
+    if (!offsets.empty()) {
+      for (std::int64_t xi = 0; xi < points(g.m); ++xi) {
+        for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+          tap_gemm_multiply(U + (xi * g.groups + grp) * outg * ing, outg, offsets.data(), ing,
+                            V + (xi * g.in_channels + grp * ing) * chunk, count,
+                            M + (xi * g.out_channels + grp * outg) * chunk, chunk);
+        }
+      }
+      return;
+    }
+  }
   const Eigen::OuterStride<> stride(chunk);
   // Eigen zeroes a product's destination before it accumulates into it, row
   // by row: a memset call per row of `count` values, thousands per chunk.
@@ -506,6 +531,12 @@ void multiply_points(const TileGeometry& g, const T* U, const T* V, std::int64_t
       m.noalias() += u * v;
     }
   }
+}
+
+// Whether multiply_points runs on the tap kernels for `kernel` and T.
+template <typename T>
+bool products_on_taps(GemmKernel kernel) {
+  return std::is_same_v<T, float> && kernel != GemmKernel::eigen && tap_gemm_compiled();
 }
 
 // W[xi] += Eh[xi] * V[xi]^T for each point and group: (outg x count) * (count x ing).
@@ -525,11 +556,14 @@ void accumulate_points(const TileGeometry& g, const T* Eh, const T* V, std::int6
 
 // The correlation of `plan.geo` (forward, or backward-data as a forward pass).
 template <int M, typename T>
-void winograd_correlate(const Conv2dDesc& d, const WinogradPlan& plan, bool backward_data, const T* in, const T* w,
-                        const T* bias, T* out, const WinogradBuffers<T>& buffers) {
+void winograd_correlate(const Conv2dDesc& d, const WinogradPlan& plan, GemmKernel kernel, bool backward_data,
+                        const T* in, const T* w, const T* bias, T* out, const WinogradBuffers<T>& buffers) {
   constexpr std::int64_t kPoints = points(M);
   const TileGeometry& g = plan.geo;
   transform_filters<M>(g, w, backward_data, worth_parallelising(d), buffers.filters);
+  std::vector<std::int64_t> offsets;  // V's rows for the tap kernels; empty: Eigen
+  if (products_on_taps<T>(kernel))
+    for (std::int64_t i = 0; i < g.in_per_group(); ++i) offsets.push_back(i * plan.chunk);
   run_lanes(plan.lanes, worth_parallelising(d), [&](std::int64_t lane, std::int64_t slot, bool /*inner*/) {
     T* V = buffers.inputs + slot * kPoints * g.in_channels * plan.chunk;
     T* products = buffers.products + slot * kPoints * g.out_channels * plan.chunk;
@@ -538,7 +572,7 @@ void winograd_correlate(const Conv2dDesc& d, const WinogradPlan& plan, bool back
       const std::int64_t t0 = c * plan.chunk;
       const ChunkTiles tiles(g, t0, std::min(plan.chunk, g.tiles() - t0));
       transform_inputs<M>(g, in, tiles, stage, V);
-      multiply_points(g, buffers.filters, V, tiles.count, plan.chunk, products);
+      multiply_points(g, buffers.filters, V, tiles.count, plan.chunk, offsets, products);
       transform_outputs<M>(g, products, tiles, stage, bias, out);
     }
   });
@@ -603,15 +637,15 @@ void winograd_backward_weights(const Conv2dDesc& d, const WinogradPlan& plan, co
 
 // Plans `pass`, carves the workspace and runs it with the plan's tile size.
 template <typename T>
-void winograd_pass(const Conv2dDesc& d, ConvPass pass, int forced_tile, const T* a, const T* b, const T* bias, T* out,
-                   void* workspace) {
+void winograd_pass(const Conv2dDesc& d, ConvPass pass, int forced_tile, GemmKernel kernel, const T* a, const T* b,
+                   const T* bias, T* out, void* workspace) {
   const WinogradPlan plan = plan_winograd<T>(d, pass, forced_tile);
   const WinogradBuffers<T> buffers = carve_winograd<T>(plan, pass, workspace);
   auto run = [&]<int M>() {
     if (pass == ConvPass::backward_weights) {
       winograd_backward_weights<M>(d, plan, a, b, out, buffers);
     } else {
-      winograd_correlate<M>(d, plan, pass == ConvPass::backward_data, a, b, bias, out, buffers);
+      winograd_correlate<M>(d, plan, kernel, pass == ConvPass::backward_data, a, b, bias, out, buffers);
     }
   };
   if (plan.geo.m == 4) {
@@ -623,8 +657,9 @@ void winograd_pass(const Conv2dDesc& d, ConvPass pass, int forced_tile, const T*
 
 class WinogradConv final : public ConvAlgorithm {
  public:
-  // forced_tile: 2 or 4 runs every pass with that output tile; 0 chooses per pass.
-  explicit WinogradConv(int forced_tile) : forced_tile_(forced_tile) {}
+  // forced_tile: 2 or 4 runs every pass with that output tile; 0 chooses per
+  // pass. kernel: the products' GEMM kernel (multiply_points).
+  WinogradConv(int forced_tile, GemmKernel kernel) : forced_tile_(forced_tile), kernel_(kernel) {}
   ConvAlgo algo() const override { return ConvAlgo::winograd; }
 
   Support supports(const Conv2dDesc& desc) const override {
@@ -663,7 +698,7 @@ class WinogradConv final : public ConvAlgorithm {
                void* workspace) const override {
     check_conv_call(*this, desc, dtype, ConvPass::forward, {{x, "x"}, {w, "w"}, {y, "y"}}, workspace);
     dispatch_floating(dtype, [&]<typename T>() {
-      winograd_pass<T>(desc, ConvPass::forward, forced_tile_, static_cast<const T*>(x), static_cast<const T*>(w),
+      winograd_pass<T>(desc, ConvPass::forward, forced_tile_, kernel_, static_cast<const T*>(x), static_cast<const T*>(w),
                        static_cast<const T*>(b), static_cast<T*>(y), workspace);
     });
   }
@@ -672,7 +707,7 @@ class WinogradConv final : public ConvAlgorithm {
                      void* workspace) const override {
     check_conv_call(*this, desc, dtype, ConvPass::backward_data, {{dy, "dy"}, {w, "w"}, {dx, "dx"}}, workspace);
     dispatch_floating(dtype, [&]<typename T>() {
-      winograd_pass<T>(desc, ConvPass::backward_data, forced_tile_, static_cast<const T*>(dy),
+      winograd_pass<T>(desc, ConvPass::backward_data, forced_tile_, kernel_, static_cast<const T*>(dy),
                        static_cast<const T*>(w), nullptr, static_cast<T*>(dx), workspace);
     });
   }
@@ -681,7 +716,7 @@ class WinogradConv final : public ConvAlgorithm {
                         void* workspace) const override {
     check_conv_call(*this, desc, dtype, ConvPass::backward_weights, {{x, "x"}, {dy, "dy"}, {dw, "dw"}}, workspace);
     dispatch_floating(dtype, [&]<typename T>() {
-      winograd_pass<T>(desc, ConvPass::backward_weights, forced_tile_, static_cast<const T*>(x),
+      winograd_pass<T>(desc, ConvPass::backward_weights, forced_tile_, kernel_, static_cast<const T*>(x),
                        static_cast<const T*>(dy), nullptr, static_cast<T*>(dw), workspace);
       if (db != nullptr) bias_gradient<T>(desc, static_cast<const T*>(dy), static_cast<T*>(db));
     });
@@ -689,20 +724,21 @@ class WinogradConv final : public ConvAlgorithm {
 
  private:
   int forced_tile_;
+  GemmKernel kernel_;
 };
 
 }  // namespace
 
-const ConvAlgorithm& winograd_conv_algorithm() {
-  static const WinogradConv instance(0);
-  return instance;
-}
+const ConvAlgorithm& winograd_conv_algorithm() { return winograd_conv_algorithm_with(0, GemmKernel::automatic); }
 
-const ConvAlgorithm& winograd_conv_algorithm_with_tile(int output_tile) {
-  CK_CHECK(output_tile == 2 || output_tile == 4, "winograd_conv_algorithm_with_tile: output tile ", output_tile,
-           " is not 2 or 4");
-  static const WinogradConv two(2), four(4);
-  return output_tile == 2 ? two : four;
+const ConvAlgorithm& winograd_conv_algorithm_with(int output_tile, GemmKernel kernel) {
+  CK_CHECK(output_tile == 0 || output_tile == 2 || output_tile == 4, "winograd_conv_algorithm_with: output tile ",
+           output_tile, " is not 0 (per pass), 2 or 4");
+  static const WinogradConv variants[3][3] = {
+      {{0, GemmKernel::automatic}, {0, GemmKernel::eigen}, {0, GemmKernel::taps}},
+      {{2, GemmKernel::automatic}, {2, GemmKernel::eigen}, {2, GemmKernel::taps}},
+      {{4, GemmKernel::automatic}, {4, GemmKernel::eigen}, {4, GemmKernel::taps}}};
+  return variants[output_tile / 2][static_cast<int>(kernel)];
 }
 
 }  // namespace convkit::cpu
