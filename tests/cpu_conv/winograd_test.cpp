@@ -114,6 +114,11 @@ void check_identities() {
           for (int s = 0; s < 3; ++s) want += d[(p + r) * a + q + s] * g[r * 3 + s];
         EXPECT_NEAR(y[p * M + q], want, 1e-12) << "F(" << M << ") output " << p << "," << q;
       }
+    // Row 1 of A is all ones, so point (1, 1) of A E A^T is the sum of E:
+    // backward-weights reads the bias gradient off it.
+    double block_sum = 0;
+    for (double v : e) block_sum += v;
+    EXPECT_NEAR(eh[a + 1], block_sum, 1e-13) << "F(" << M << ") block sum";
     // G^T [(A E A^T) (.) V] G is the gradient of <E, Y> with respect to g.
     for (int i = 0; i < a * a; ++i) prod[i] = eh[i] * v[i];
     std::vector<double> dg(9);
