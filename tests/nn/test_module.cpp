@@ -197,6 +197,44 @@ TEST(Module, SequentialFusesBatchNormAndRelu) {
   EXPECT_NE(mean_after_one, std::vector<double>(3, 0.0));  // the fused forward updated the running mean
 }
 
+// Sequential runs ReLU + MaxPool2d as max pooling then ReLU (they commute):
+// the output and the gradients are those of the modules in their order, bit
+// for bit, with windows whose maximum is negative, zero or tied. With a batch
+// norm before them, the batch norm then runs without its fused ReLU.
+TEST(Module, SequentialPoolsBeforeRectifyingWithTheSameResults) {
+  manual_seed(13);
+  auto bn = std::make_shared<nn::BatchNorm2d>(2);
+  auto pool = std::make_shared<nn::MaxPool2d>(2);
+  auto relu_module = std::make_shared<nn::ReLU>();
+  for (bool with_bn : {false, true}) {
+    SCOPED_TRACE(with_bn ? "batch norm, ReLU, max pool" : "ReLU, max pool");
+    std::vector<std::shared_ptr<nn::Module>> modules;
+    if (with_bn) modules.push_back(bn);
+    modules.push_back(relu_module);
+    modules.push_back(pool);
+    nn::Sequential seq;
+    for (const auto& m : modules) seq.push_back(m);
+    // Whole numbers in [-4, 2]: ties within windows, zeros, and windows
+    // that are all negative.
+    std::vector<double> whole(3 * 2 * 6 * 5);
+    for (std::size_t k = 0; k < whole.size(); ++k) whole[k] = static_cast<double>((k * 7 + k / 5) % 7) - 4.0;
+    Tensor x = from_vector(whole, {3, 2, 6, 5}).requires_grad_();
+    const Tensor y = seq.forward(x);
+    const Tensor g = uniform(y.shape(), -1, 1);
+    (y * g).sum().backward();
+    const std::vector<double> gx = x.grad().to_vector<double>();
+    x.grad().zero_();
+    Tensor want = x;
+    if (with_bn) want = bn->forward(want);
+    want = pool->forward(relu_module->forward(want));
+    EXPECT_EQ(y.to_vector<double>(), want.to_vector<double>());
+    (want * g).sum().backward();
+    EXPECT_EQ(gx, x.grad().to_vector<double>());
+    const std::vector<double> values = y.to_vector<double>();
+    EXPECT_TRUE(std::count(values.begin(), values.end(), 0.0) > 0) << "some windows have no positive maximum";
+  }
+}
+
 TEST(Module, BaseForwardExplainsItself) {
   struct Holder : nn::Module {
     Holder() : Module("Holder") {}
