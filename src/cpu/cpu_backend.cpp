@@ -46,7 +46,7 @@ const char* simd_name() {
 // Debian's are) give only to memory that asks. A 4 KiB page per
 // activation plane meant a TLB miss for nearly every plane the winograd
 // transforms and batch norm's passes stepped to; with 2 MiB pages a
-// cifar10-cnn-bn step at batch 128 ran 1.5-5% faster (docs/performance.md,
+// cifar10-cnn-bn step at batch 128 ran 1.5-7% faster (docs/performance.md,
 // step 30). Where the kernel gives no huge pages the hint does nothing.
 void* aligned_allocate_or_null(std::size_t nbytes) {
   constexpr std::size_t kAlign = 64, kHugePage = std::size_t{2} << 20;

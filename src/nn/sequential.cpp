@@ -33,6 +33,18 @@ Tensor Sequential::forward(const Tensor& input) {
   auto is_at = [&]<typename M>(std::size_t i) {
     return i < children.size() && dynamic_cast<const M*>(children[i].second.get()) != nullptr;
   };
+  // A ReLU rectifies the activation in place when this loop holds the only
+  // handle on it and nothing shares its storage (no saved copy, no view, not
+  // the caller's input): the activation is then invisible outside, and the
+  // pass skips writing a new buffer, a third of its memory traffic. relu_
+  // records the same backward as relu.
+  auto rectify = [&](Module& relu) {
+    if (held_only_here(x, input)) {
+      x.relu_();
+    } else {
+      x = relu.forward(x);
+    }
+  };
   for (std::size_t i = 0; i < children.size(); ++i) {
     const std::shared_ptr<Module>& child = children[i].second;
     // ReLU then max pooling: pooled first, then rectified. relu is monotone,
@@ -44,11 +56,7 @@ Tensor Sequential::forward(const Tensor& input) {
     // step 34). Exact for finite inputs.
     if (is_at.template operator()<ReLU>(i) && is_at.template operator()<MaxPool2d>(i + 1)) {
       x = children[i + 1].second->forward(x);
-      if (held_only_here(x, input)) {
-        x.relu_();
-      } else {
-        x = child->forward(x);
-      }
+      rectify(*child);
       ++i;
       continue;
     }
@@ -61,13 +69,8 @@ Tensor Sequential::forward(const Tensor& input) {
       ++i;
       continue;
     }
-    // A ReLU rectifies the activation before it in place when this loop
-    // holds the only handle on it and nothing shares its storage (no saved
-    // copy, no view, not the caller's input): the activation is then
-    // invisible outside, and the pass skips writing a new buffer, a third
-    // of its memory traffic. relu_ records the same backward as relu.
-    if (held_only_here(x, input) && dynamic_cast<const ReLU*>(child.get()) != nullptr) {
-      x.relu_();
+    if (is_at.template operator()<ReLU>(i)) {
+      rectify(*child);
       continue;
     }
     x = child->forward(x);
