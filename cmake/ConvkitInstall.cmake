@@ -1,5 +1,5 @@
 include(CMakePackageConfigHelpers)
-install(TARGETS convkit_shared convkit_static EXPORT convkitTargets
+install(TARGETS convkit_shared convkit_static convkit_static_whole EXPORT convkitTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}

@@ -1,23 +1,26 @@
-// Which backend owns which device. The cpu backend is always present; sim and
-// cuda register factories (see register_backend) and report why they are not
-// usable when they cannot run.
+// Which backend owns which device. The registry knows no backend by name:
+// each registers itself (BackendRegistrar), the built-in ones at start-up and
+// cuda when its plugin is opened on first use (plugin_loader.h).
 #include <array>
-#include <string>
 #include <mutex>
+#include <string>
 
+#include "backend/plugin_loader.h"
 #include "convkit/backend/backend.h"
-#include "cpu/cpu_backend.h"
-#include "gpu/cuda_probe.h"
-#include "gpu/gpu_backend_factories.h"
 
 namespace convkit {
 
 namespace {
 
+constexpr std::array<DeviceType, 3> kDeviceTypes{DeviceType::cpu, DeviceType::sim, DeviceType::cuda};
+
 struct Registry {
   std::mutex mutex;
-  std::array<BackendFactory, 3> factories{};
-  std::array<Backend*, 3> instances{};
+  std::array<BackendFactory, kDeviceTypes.size()> factories{};
+  std::array<Backend*, kDeviceTypes.size()> instances{};
+  // devices() as of the backend's creation: backend_for runs on every
+  // allocation, so it reads this instead of asking the backend again.
+  std::array<std::vector<BackendInfo>, kDeviceTypes.size()> devices{};
 };
 
 Registry& registry() {
@@ -27,26 +30,34 @@ Registry& registry() {
 
 std::size_t slot(DeviceType t) { return static_cast<std::size_t>(t); }
 
-const char* missing_reason(DeviceType t) {
-  switch (t) {
-    case DeviceType::sim: return "the sim backend is not part of this build";
-    case DeviceType::cuda: {
-      static const std::string reason = gpu::cuda_probe().usable
-          ? "a CUDA device is present but this build has no cuda backend yet"
-          : gpu::cuda_probe().detail;
-      return reason.c_str();
-    }
-    case DeviceType::cpu: break;
-  }
-  return "";
-}
-
-Backend* instance(DeviceType t) {
-  if (t == DeviceType::cpu) return &cpu::cpu_backend();
-  if (t == DeviceType::sim) return gpu_sim::make_backend();
+bool has_factory(DeviceType t) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  if (!r.instances[slot(t)] && r.factories[slot(t)]) r.instances[slot(t)] = r.factories[slot(t)]();
+  return r.factories[slot(t)] != nullptr;
+}
+
+// The backend for `t`, made on first use; nullptr with `why` set when none is
+// registered. The plugin is opened outside the lock: its registrar takes it.
+Backend* instance(DeviceType t, std::string* why) {
+  if (!has_factory(t) && backend_plugin_file(t)) {
+    const std::string& reason = load_backend_plugin(t);
+    if (!reason.empty()) {
+      *why = reason;
+      return nullptr;
+    }
+  }
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  if (!r.factories[slot(t)]) {
+    *why = backend_plugin_file(t)
+               ? std::string("plugin ") + backend_plugin_file(t) + " was loaded but registered no backend"
+               : "the " + Device(t).str() + " backend is not part of this build";
+    return nullptr;
+  }
+  if (!r.instances[slot(t)]) {
+    r.instances[slot(t)] = r.factories[slot(t)]();
+    r.devices[slot(t)] = r.instances[slot(t)]->devices();
+  }
   return r.instances[slot(t)];
 }
 
@@ -59,22 +70,32 @@ void register_backend(DeviceType type, BackendFactory factory) {
 }
 
 Backend& backend_for(Device device) {
-  Backend* b = instance(device.type);
-  CK_CHECK(b != nullptr, "device ", device, " is not available: ", missing_reason(device.type));
-  if (device.type != DeviceType::cpu) {
-    const BackendInfo info = b->info();
+  std::string why;
+  Backend* b = instance(device.type, &why);
+  CK_CHECK(b != nullptr, "device ", device, " is not available: ", why);
+  if (device.type == DeviceType::cpu) return *b;  // one device, always usable
+  const std::vector<BackendInfo>& devices = registry().devices[slot(device.type)];
+  const std::string name = device.str();
+  for (const BackendInfo& info : devices) {
+    if (info.name != name) continue;
     CK_CHECK(info.usable, "device ", device, " is not usable: ", info.detail);
+    return *b;
   }
-  return *b;
+  CK_CHECK(devices.size() != 1 || devices[0].usable, "device ", device, " is not usable: ",
+           devices[0].detail);
+  std::string known;
+  for (const BackendInfo& info : devices) known += (known.empty() ? "" : ", ") + info.name;
+  CK_FAIL("device ", device, " does not exist here (", Device(device.type).str(), " devices: ", known, ")");
 }
 
 std::vector<BackendInfo> list_backends() {
   std::vector<BackendInfo> out;
-  for (DeviceType t : {DeviceType::cpu, DeviceType::sim, DeviceType::cuda}) {
-    if (Backend* b = instance(t)) {
-      out.push_back(b->info());
+  for (DeviceType t : kDeviceTypes) {
+    std::string why;
+    if (Backend* b = instance(t, &why)) {
+      for (BackendInfo& info : b->devices()) out.push_back(std::move(info));
     } else {
-      out.push_back({Device(t).str(), false, missing_reason(t)});
+      out.push_back({t == DeviceType::cuda ? "cuda" : Device(t).str(), false, why});
     }
   }
   return out;

@@ -85,10 +85,10 @@ BlockCache& host_blocks() {
 
 }  // namespace
 
-BackendInfo CpuBackend::info() const {
-  return {"cpu", true,
-          cpu_model() + ", " + std::to_string(omp_get_max_threads()) + " OpenMP threads, " +
-              simd_name()};
+std::vector<BackendInfo> CpuBackend::devices() const {
+  return {{"cpu", true,
+           cpu_model() + ", " + std::to_string(omp_get_max_threads()) + " OpenMP threads, " +
+               simd_name()}};
 }
 
 void* CpuBackend::allocate(std::size_t nbytes) {
@@ -117,5 +117,9 @@ CpuBackend& cpu_backend() {
   static CpuBackend backend;
   return backend;
 }
+
+namespace {
+const BackendRegistrar registrar(DeviceType::cpu, [] { return static_cast<Backend*>(&cpu_backend()); });
+}  // namespace
 
 }  // namespace convkit::cpu

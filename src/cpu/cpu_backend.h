@@ -7,7 +7,7 @@ namespace convkit::cpu {
 class CpuBackend final : public Backend {
  public:
   DeviceType type() const override { return DeviceType::cpu; }
-  BackendInfo info() const override;
+  std::vector<BackendInfo> devices() const override;
 
   void* allocate(std::size_t nbytes) override;
   void deallocate(void* ptr, std::size_t nbytes) override;

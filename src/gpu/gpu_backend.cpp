@@ -13,16 +13,13 @@ namespace convkit::CK_GPU_NS {
 
 #if defined(__CUDACC__)
 DeviceType GpuBackend::type() const { return DeviceType::cuda; }
-BackendInfo GpuBackend::info() const {
-  const gpu::CudaProbe& probe = gpu::cuda_probe();
-  return {"cuda:0", probe.usable, probe.detail};
-}
+std::vector<BackendInfo> GpuBackend::devices() const { return gpu::cuda_probe().devices; }
 #else
 DeviceType GpuBackend::type() const { return DeviceType::sim; }
-BackendInfo GpuBackend::info() const {
-  return {"sim", true,
-          "CUDA kernels from kernels/*.cu run on the CPU emulator (blocks on " +
-              std::to_string(omp_get_max_threads()) + " OpenMP threads, CUDA threads as fibers)"};
+std::vector<BackendInfo> GpuBackend::devices() const {
+  return {{"sim", true,
+           "CUDA kernels from kernels/*.cu run on the CPU emulator (blocks on " +
+               std::to_string(omp_get_max_threads()) + " OpenMP threads, CUDA threads as fibers)"}};
 }
 #endif
 
@@ -52,5 +49,15 @@ Backend* make_backend() {
   static GpuBackend backend;
   return &backend;
 }
+
+namespace {
+// The sim build registers at start-up; the cuda build, which lives in the
+// plugin libconvkit_cuda.so, registers when the core opens the plugin.
+#if defined(__CUDACC__)
+const BackendRegistrar registrar(DeviceType::cuda, make_backend);
+#else
+const BackendRegistrar registrar(DeviceType::sim, make_backend);
+#endif
+}  // namespace
 
 }  // namespace convkit::CK_GPU_NS

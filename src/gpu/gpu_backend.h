@@ -14,7 +14,7 @@ namespace convkit::CK_GPU_NS {
 class GpuBackend final : public Backend {
  public:
   DeviceType type() const override;
-  BackendInfo info() const override;
+  std::vector<BackendInfo> devices() const override;
 
   // ---- memory and device
   void* allocate(std::size_t nbytes) override;

@@ -1,4 +1,11 @@
-# cmake -P script: install, build the consumer against the installed tree, run it.
+# cmake -P script: install into a scratch prefix, then
+# 1. the core needs no CUDA: libconvkit.so links no CUDA library, and a
+#    consumer configures with find_package(CUDAToolkit) disabled;
+# 2. the consumer builds against the installed tree and runs (shared, static);
+# 3. the installed CLI starts from its prefix and lists every backend: as
+#    installed, with the cuda plugin removed, and with the CUDA runtime out of
+#    the library path (ld.so --inhibit-cache drops /etc/ld.so.cache, where the
+#    toolkit's libraries are registered).
 file(REMOVE_RECURSE ${SCRATCH_DIR})
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -7,15 +14,53 @@ function(run)
   endif()
   set(last_output "${out}" PARENT_SCOPE)
 endfunction()
+function(expect_match text regex what)
+  if(NOT text MATCHES "${regex}")
+    message(FATAL_ERROR "${what}: expected /${regex}/ in:\n${text}")
+  endif()
+endfunction()
 
-run(${CMAKE_COMMAND} --install ${CONVKIT_BUILD_DIR} --prefix ${SCRATCH_DIR}/prefix)
+set(prefix ${SCRATCH_DIR}/prefix)
+run(${CMAKE_COMMAND} --install ${CONVKIT_BUILD_DIR} --prefix ${prefix})
+file(GLOB core_library ${prefix}/lib*/libconvkit.so.*.*)
+file(GLOB plugin ${prefix}/lib*/libconvkit_cuda.so)
+
+run(readelf -d ${core_library})
+if(last_output MATCHES "NEEDED[^\n]*(libcud|libcublas|libcufft)")
+  message(FATAL_ERROR "libconvkit.so links a CUDA library:\n${last_output}")
+endif()
+
 foreach(variant shared static)
   run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${SCRATCH_DIR}/build-${variant}
-      -G ${CMAKE_GENERATOR} -DCMAKE_PREFIX_PATH=${SCRATCH_DIR}/prefix -DCONSUMER_VARIANT=${variant})
+      -G ${CMAKE_GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DCONSUMER_VARIANT=${variant}
+      -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON)
   run(${CMAKE_COMMAND} --build ${SCRATCH_DIR}/build-${variant})
   run(${SCRATCH_DIR}/build-${variant}/consumer)
-  if(NOT last_output MATCHES "consumer ok: grad = 12")
-    message(FATAL_ERROR "unexpected consumer output (${variant}): ${last_output}")
-  endif()
+  expect_match("${last_output}" "consumer ok: grad = 12" "consumer (${variant})")
+  expect_match("${last_output}" "backends: cpu usable, sim usable, cuda" "consumer (${variant})")
   message(STATUS "${variant}: ${last_output}")
 endforeach()
+
+set(cli ${prefix}/bin/convkit)
+run(${cli} devices)
+expect_match("${last_output}" "cpu +usable" "installed CLI")
+expect_match("${last_output}" "sim +usable" "installed CLI")
+expect_match("${last_output}" "\ncuda" "installed CLI")
+message(STATUS "installed: ${last_output}")
+if(NOT plugin)
+  expect_match("${last_output}" "cuda +not usable +no plugin: libconvkit_cuda.so is not in" "CPU-only install")
+else()
+  # The same install without its plugin.
+  file(COPY ${prefix}/ DESTINATION ${SCRATCH_DIR}/no-plugin)
+  file(GLOB copied_plugin ${SCRATCH_DIR}/no-plugin/lib*/libconvkit_cuda.so)
+  file(REMOVE ${copied_plugin})
+  run(${SCRATCH_DIR}/no-plugin/bin/convkit devices)
+  expect_match("${last_output}" "cuda +not usable +no plugin: libconvkit_cuda.so is not in" "install without plugin")
+  message(STATUS "without the plugin: ${last_output}")
+  # The plugin present, the CUDA runtime not found.
+  run(/lib64/ld-linux-x86-64.so.2 --inhibit-cache ${cli} devices)
+  expect_match("${last_output}" "cuda +not usable +plugin [^\n]*libconvkit_cuda.so cannot be loaded[^\n]*libcu"
+               "install without the CUDA runtime")
+  message(STATUS "without the CUDA runtime: ${last_output}")
+  run(/lib64/ld-linux-x86-64.so.2 --inhibit-cache ${cli} summary fmnist-cnn)
+endif()

@@ -1,18 +1,39 @@
 #include "support/support.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
 namespace convkit::testing {
 
+namespace {
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && *v != '0';
+}
+
+}  // namespace
+
 std::vector<Device> test_devices() {
-  const char* sim = std::getenv("CONVKIT_TEST_SIM");
-  const bool with_sim = sim && *sim && *sim != '0';
+  const bool with_sim = env_flag("CONVKIT_TEST_SIM");
   std::vector<Device> out;
+  bool cuda = false;
+  std::string cuda_why;
   for (const BackendInfo& info : list_backends()) {
     const Device d = Device::parse(info.name);
+    if (d.type == DeviceType::cuda) {
+      cuda = cuda || info.usable;
+      if (!info.usable) cuda_why = info.detail;
+    }
     if (info.usable && (d.type != DeviceType::sim || with_sim)) out.push_back(d);
+  }
+  // On a GPU machine (scripts/gpu-check.sh) a suite without its cuda
+  // instances would pass while testing nothing there: refuse to start.
+  if (env_flag("CONVKIT_TEST_REQUIRE_CUDA") && !cuda) {
+    std::fprintf(stderr, "CONVKIT_TEST_REQUIRE_CUDA is set but cuda is not usable: %s\n", cuda_why.c_str());
+    std::exit(1);
   }
   return out;
 }

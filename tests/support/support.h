@@ -15,9 +15,11 @@ namespace convkit::testing {
 // The seed for a test's random shapes and values; fixed so failures reproduce.
 constexpr std::uint64_t kSeed = 20261122;
 
-// The devices op tests run on: always cpu; cuda when a device is present; sim
-// when CONVKIT_TEST_SIM=1. ctest runs the op suites once on cpu and again on
-// sim, under the forward and the reverse thread schedule (tests/CMakeLists.txt).
+// The devices op tests run on, from the registry: always cpu; cuda when usable;
+// sim when CONVKIT_TEST_SIM=1. ctest runs the device suites once on cpu (and
+// cuda) and again on sim, the op suites under three thread schedules
+// (tests/CMakeLists.txt). CONVKIT_TEST_REQUIRE_CUDA=1 makes a binary exit at
+// once, saying why, when cuda is not usable.
 std::vector<Device> test_devices();
 
 // Readable gtest parameter names for devices: cpu, sim, cuda0.

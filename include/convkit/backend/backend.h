@@ -16,9 +16,9 @@
 
 namespace convkit {
 
-// What `convkit devices` prints for one backend.
+// What `convkit devices` prints for one device.
 struct BackendInfo {
-  std::string name;        // "cpu", "sim", "cuda:0"
+  std::string name;        // "cpu", "sim", "cuda:0"; "cuda" when no GPU can be listed
   bool usable = false;
   std::string detail;      // threads and SIMD width, GPU name, or why not usable
 };
@@ -27,7 +27,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual DeviceType type() const = 0;
-  virtual BackendInfo info() const = 0;
+  // One entry per device the backend drives: cpu and sim have one, cuda one
+  // per GPU. Never empty: a backend with no device says why in one entry.
+  virtual std::vector<BackendInfo> devices() const = 0;
 
   // ---- memory
   virtual void* allocate(std::size_t nbytes) = 0;
@@ -163,12 +165,22 @@ class Backend {
 };
 
 // The backend that owns `device`'s memory. Throws Error naming the device and
-// the reason when that backend is not usable (no GPU, not built with CUDA).
+// the reason when that backend is not usable (no plugin, no driver, no GPU).
 Backend& backend_for(Device device);
-// Registration seam for the sim and cuda backends.
+
+// Backends register themselves: cpu and sim from a BackendRegistrar in their
+// own source file, cuda from the same when the core loads its plugin
+// (libconvkit_cuda.so, see docs/architecture.md). The factory runs once, on
+// first use, and its backend lives until the process exits.
 using BackendFactory = Backend* (*)();
 void register_backend(DeviceType type, BackendFactory factory);
-// One entry per known backend, usable or not, for `convkit devices`.
+struct BackendRegistrar {
+  BackendRegistrar(DeviceType type, BackendFactory factory) { register_backend(type, factory); }
+};
+
+// Every device of every backend, usable or not, in the order cpu, sim, cuda:N;
+// a backend that is absent has one entry saying why. Drives `convkit devices`
+// and the device-parameterised test suites.
 std::vector<BackendInfo> list_backends();
 
 }  // namespace convkit

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# One command on a GPU machine: build for its GPU, run every test on cuda,
+# run compute-sanitizer over the kernel suites, time every conv algorithm and
+# pass against cuDNN, and time training against PyTorch on the same GPU.
+#
+#   scripts/gpu-deps.sh                     # first, on the CPU machine: the .debs
+#   scripts/gpu-check.sh [--quick] OUT_DIR  # on the GPU machine
+#   scripts/gpu-check.sh --sim [--build-dir DIR] OUT_DIR   # anywhere (CI)
+#
+# --quick  a second try within the same lease: reuses the build, runs only the
+#          cuda kernel suites and the registry test, the first layer set, and
+#          one training size.
+# --sim    the same pipeline on the sim backend with tiny sizes, without
+#          PyTorch, cuDNN or compute-sanitizer, so that it cannot rot: CI runs it.
+#
+# OUT_DIR receives at most eight files (the device tool brings back eight):
+#   summary.md, summary.json (machine, commit, GPU, driver, CUDA, clocks, each
+#   step's status and time, the tables), ctest.xml (JUnit), sanitizer.log,
+#   bench_conv.json (Google Benchmark), train.jsonl (convkit and PyTorch, one
+#   JSON line per run) and log.txt (everything the steps printed).
+# Each step runs even when an earlier one failed, so a short lease yields all
+# it can; the exit status is non-zero when any step failed.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$PWD
+
+mode=gpu quick=0 build_dir=
+while [ $# -gt 1 ]; do
+  case $1 in
+    --sim) mode=sim ;;
+    --quick) quick=1 ;;
+    --build-dir) build_dir=$2; shift ;;
+    *) echo "gpu-check: unknown option '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ $# -eq 1 ] || { sed -n '2,22p' "$0" >&2; exit 2; }
+out=$(mkdir -p "$1" && cd "$1" && pwd)
+log=$out/log.txt steps=$out/steps.tsv
+: >"$log"; : >"$steps"; rm -f "$out"/{ctest.xml,sanitizer.log,bench_conv.json,train.jsonl}
+jobs=$(nproc)
+[ -n "$build_dir" ] || build_dir=$root/build/gpu-check-$mode
+device=cuda; [ $mode = sim ] && device=sim
+
+# step NAME COMMAND...: runs it with its output in log.txt, records status and seconds.
+failed=0
+step() {
+  local name=$1; shift
+  local t0=$SECONDS
+  echo "=== $name: $*" | tee -a "$log"
+  "$@" >>"$log" 2>&1
+  local rc=$?
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - t0))" >>"$steps"
+  echo "=== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$log"
+  [ $rc -eq 0 ] || failed=1
+  return 0
+}
+
+# ---- 1. what this machine is
+env_info() {
+  echo "commit	$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "dirty	$(git -C "$root" status --porcelain 2>/dev/null | grep -vc '^??' || true)"
+  echo "mode	$mode"
+  echo "quick	$quick"
+  echo "host_cpu	$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+  echo "host_cores	$jobs"
+  echo "nvcc	$(nvcc --version 2>/dev/null | tail -n 1)"
+  if [ $mode = gpu ]; then
+    nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,clocks.sm,clocks.max.sm,clocks.mem \
+      --format=csv,noheader | head -n 1 | tr -d '\n' | sed 's/^/gpu	/'; echo
+    echo "cuda_driver_api	$(nvidia-smi | grep -o 'CUDA Version: [0-9.]*' | cut -d' ' -f3)"
+  fi
+} >"$out/env.tsv"
+env_info
+
+# ---- 2. what the build needs: the .debs from scripts/gpu-deps.sh, unpacked
+# into a private prefix; cuDNN from PyTorch's Python packages.
+cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCONVKIT_BUILD_EXAMPLES=OFF)
+if compgen -G "$root/.gpu-deps/*.deb" >/dev/null; then
+  prefix=$root/build/gpu-deps-prefix
+  mkdir -p "$prefix"
+  for deb in "$root"/.gpu-deps/*.deb; do dpkg -x "$deb" "$prefix"; done
+  export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  cmake_args+=(-DCMAKE_INCLUDE_PATH="$prefix/usr/include" -DCMAKE_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu")
+fi
+if [ $mode = gpu ]; then
+  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
+  cmake_args+=(-DCONVKIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch")
+  cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null)
+  if [ -n "$cudnn" ] && [ -f "$cudnn/include/cudnn.h" ]; then
+    lib=$(ls "$cudnn"/lib/libcudnn.so* 2>/dev/null | head -n 1)
+    cmake_args+=(-DCONVKIT_CUDNN_INCLUDE="$cudnn/include" -DCONVKIT_CUDNN_LIBRARY="$lib")
+    export LD_LIBRARY_PATH="$cudnn/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+fi
+
+# ---- 3. build for this GPU only (sim: reuse a build when one is given)
+if [ $mode = gpu ] || [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  [ $mode = sim ] && cmake_args+=(-DCONVKIT_CUDA=OFF)
+  step configure cmake -S "$root" -B "$build_dir" "${cmake_args[@]}"
+fi
+targets=(convkit_cli bench_conv)
+[ $quick = 1 ] || [ $mode = sim ] || targets=(all)
+[ $mode = sim ] && targets+=(test_backend test_gpu_gemm)
+[ $quick = 1 ] && [ $mode = gpu ] && targets+=(test_backend)
+step build cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
+cli=$build_dir/bin/convkit
+step devices "$cli" devices
+
+# ---- 4. every test, with cuda required; the sim schedule runs are skipped on
+# a GPU (CI runs them), the sim instances inside the suites are not.
+if [ $mode = sim ]; then
+  tests=(-R '^Registry\.')
+elif [ $quick = 1 ]; then
+  tests=(-R '^Registry\.|cuda' -E '\.sim\.')
+else
+  tests=(-E '\.sim\.')
+fi
+run_tests() {
+  local require=0; [ $mode = gpu ] && require=1
+  CONVKIT_TEST_REQUIRE_CUDA=$require ctest --test-dir "$build_dir" -j "$jobs" --timeout 600 \
+    --output-on-failure --output-junit "$out/ctest.xml" "${tests[@]}"
+}
+step tests run_tests
+
+# ---- 5. the kernel suites under compute-sanitizer (memcheck, racecheck). On
+# sim there is no compute-sanitizer: the suite runs plainly, once.
+sanitize() {
+  local rc=0 bin tool
+  for bin in "$build_dir"/tests/gpu/*/test_*; do
+    [ -x "$bin" ] || continue
+    if [ $mode = sim ]; then
+      [[ $bin == */test_gpu_gemm ]] || continue
+      echo "--- $bin (sim, no sanitizer)"
+      "$bin" --gtest_filter='*sim*' --gtest_brief=1 || rc=1
+      continue
+    fi
+    for tool in memcheck racecheck; do
+      echo "--- compute-sanitizer --tool $tool $bin"
+      timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 20 \
+        "$bin" --gtest_filter='*cuda*' --gtest_brief=1 || rc=1
+    done
+  done >>"$out/sanitizer.log" 2>&1
+  return $rc
+}
+step sanitizer sanitize
+
+# ---- 6. every conv algorithm and pass against cuDNN's best, layer by layer
+bench_sets=cifar10-cnn,resnet18-cifar
+[ $quick = 1 ] && bench_sets=cifar10-cnn
+bench_args=(--sets=$bench_sets --devices=$device --benchmark_min_time=0.05
+            --benchmark_format=console --benchmark_out_format=json --benchmark_out="$out/bench_conv.json")
+[ $mode = sim ] && bench_args=(--sets=cifar10-cnn --layers=conv1 --max-batch=1 --passes=fwd --devices=sim
+                               --benchmark_out_format=json --benchmark_out="$out/bench_conv.json")
+step bench_conv "$build_dir/benchmarks/bench_conv" "${bench_args[@]}"
+
+# ---- 7. training throughput: convkit on cuda and cpu, PyTorch on the same GPU
+runs="cifar10-cnn:128 cifar10-cnn:512 resnet18-cifar:128" steps_n=50 warmup=10 cpu_steps=3
+[ $quick = 1 ] && runs="cifar10-cnn:128"
+[ $mode = sim ] && runs="fmnist-cnn:2" steps_n=1 warmup=0 cpu_steps=1
+train() {
+  local run model batch
+  for run in $runs; do
+    model=${run%%:*} batch=${run##*:}
+    "$cli" bench train "$model" --device $device --batch "$batch" --steps $steps_n --warmup $warmup \
+      --optimizer sgd --json | tail -n 1 >>"$out/train.jsonl" || return 1
+    "$cli" bench train "$model" --device cpu --batch "$batch" --steps $cpu_steps --warmup 1 \
+      --optimizer sgd --json | tail -n 1 >>"$out/train.jsonl" || return 1
+  done
+  if [ $mode = gpu ]; then
+    python3 "$root/benchmarks/pytorch_train.py" --runs "${runs// /,}" --steps $steps_n --warmup $warmup \
+      >>"$out/train.jsonl" || return 1
+  fi
+}
+step train train
+
+# ---- 8. summary.json and summary.md
+python3 "$root/scripts/gpu_check_summary.py" "$out"
+rm -f "$steps" "$out/env.tsv"
+echo "gpu-check: results in $out ($( [ $failed = 0 ] && echo 'every step passed' || echo 'some steps FAILED'))"
+exit $failed

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Summarises a scripts/gpu-check.sh run: OUT/summary.json and OUT/summary.md.
+
+Reads what the steps left in OUT: env.tsv and steps.tsv (the script's own),
+ctest.xml (JUnit), bench_conv.json (Google Benchmark) and train.jsonl (one JSON
+line per training run, convkit's and PyTorch's). A missing file means that step
+failed early; the summary says so rather than inventing a figure.
+"""
+import json
+import sys
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+
+def read_tsv(path):
+    rows = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                rows.append(line.split("\t"))
+    return rows
+
+
+def tests_summary(path):
+    if not path.exists():
+        return None
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    total = failed = skipped = 0
+    failures = []
+    for suite in suites:
+        for case in suite.findall("testcase"):
+            total += 1
+            if case.find("failure") is not None or case.find("error") is not None:
+                failed += 1
+                failures.append(case.get("name"))
+            elif case.find("skipped") is not None or case.get("status") in ("notrun", "disabled"):
+                skipped += 1
+    cuda = sum(1 for s in suites for c in s.findall("testcase") if "cuda" in (c.get("name") or ""))
+    return {"total": total, "failed": failed, "skipped": skipped, "cuda_instances": cuda,
+            "failures": failures[:50]}
+
+
+def conv_summary(path):
+    """Per layer and pass: each algorithm's time, cuDNN's, and the ratio to it."""
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    table = defaultdict(dict)  # (set, layer, device, pass) -> algo -> ms
+    skipped = []
+    for b in data.get("benchmarks", []):
+        if b.get("run_type") == "aggregate":
+            continue
+        parts = b["name"].split("/")  # conv/<set>/<layer>/<device>/<algo>/<pass>
+        if len(parts) < 6:
+            continue
+        key = (parts[1], parts[2], parts[3], parts[5].split(":")[0])
+        if b.get("error_occurred"):
+            skipped.append({"name": b["name"], "why": b.get("error_message", "")})
+            continue
+        unit = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
+        table[key][parts[4]] = {"ms": b["real_time"] * unit, "gflops": b.get("gflops"),
+                                "max_rel_error": b.get("max_rel_error")}
+    rows = []
+    for (set_, layer, device, pass_), algos in sorted(table.items()):
+        base = algos.get("cudnn", {}).get("ms")
+        ours = {a: v for a, v in algos.items() if a != "cudnn"}
+        best = min(ours.items(), key=lambda kv: kv[1]["ms"]) if ours else None
+        rows.append({"set": set_, "layer": layer, "device": device, "pass": pass_, "algos": algos,
+                     "best": best[0] if best else None,
+                     "best_ms": best[1]["ms"] if best else None, "cudnn_ms": base,
+                     "best_over_cudnn": (best[1]["ms"] / base) if best and base else None})
+    return {"context": data.get("context", {}), "rows": rows, "skipped": skipped}
+
+
+def train_summary(path):
+    if not path.exists():
+        return None
+    runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip().startswith("{")]
+    rows = defaultdict(dict)  # (model, batch) -> column -> images/s
+    for r in runs:
+        key = (r["model"], r["batch"])
+        if r.get("library") == "pytorch":
+            rows[key]["pytorch_tf32" if r["tf32"] else "pytorch_fp32"] = r["images_per_sec"]
+        else:
+            rows[key]["convkit_" + r["device"].split(":")[0]] = r["images_per_sec"]
+    out = []
+    for (model, batch), cols in sorted(rows.items()):
+        gpu = cols.get("convkit_cuda") or cols.get("convkit_sim")
+        row = {"model": model, "batch": batch, **cols}
+        if gpu and cols.get("convkit_cpu"):
+            row["gpu_over_cpu"] = gpu / cols["convkit_cpu"]
+        if cols.get("convkit_cuda") and cols.get("pytorch_fp32"):
+            row["convkit_over_pytorch_fp32"] = cols["convkit_cuda"] / cols["pytorch_fp32"]
+        if cols.get("convkit_cuda") and cols.get("pytorch_tf32"):
+            row["convkit_over_pytorch_tf32"] = cols["convkit_cuda"] / cols["pytorch_tf32"]
+        out.append(row)
+    return {"runs": runs, "rows": out}
+
+
+def fmt(v, spec="{:.1f}"):
+    return "-" if v is None else spec.format(v)
+
+
+def markdown(s):
+    env = s["env"]
+    lines = [f"# gpu-check ({env.get('mode', '?')}{', quick' if env.get('quick') == '1' else ''})", ""]
+    for k in ("commit", "gpu", "cuda_driver_api", "nvcc", "host_cpu", "host_cores"):
+        if k in env:
+            lines.append(f"- {k}: {env[k]}")
+    lines += ["", "| step | exit | seconds |", "| --- | ---: | ---: |"]
+    lines += [f"| {n} | {rc} | {t} |" for n, rc, t in s["steps"]]
+    t = s["tests"]
+    lines += ["", "## Tests", ""]
+    lines.append("no JUnit file (the step failed early)" if t is None else
+                 f"{t['total']} tests, {t['failed']} failed, {t['skipped']} skipped; "
+                 f"{t['cuda_instances']} cuda instances")
+    for name in (t or {}).get("failures", []):
+        lines.append(f"- FAILED {name}")
+    c = s["conv"]
+    lines += ["", "## Convolution passes (ms; ratio = best convkit / cuDNN)", ""]
+    if c is None:
+        lines.append("no bench_conv.json")
+    else:
+        lines += ["| set | layer | pass | best convkit | ms | cuDNN ms | ratio |",
+                  "| --- | --- | --- | --- | ---: | ---: | ---: |"]
+        for r in c["rows"]:
+            lines.append(f"| {r['set']} | {r['layer']} | {r['pass']} | {r['best'] or '-'} | "
+                         f"{fmt(r['best_ms'], '{:.3f}')} | {fmt(r['cudnn_ms'], '{:.3f}')} | "
+                         f"{fmt(r['best_over_cudnn'], '{:.2f}x')} |")
+        if c["skipped"]:
+            lines.append(f"\n{len(c['skipped'])} benchmarks skipped themselves (unsupported or failed check); "
+                         "bench_conv.json names each with its reason.")
+    tr = s["train"]
+    lines += ["", "## Training (images/s, SGD momentum 0.9)", ""]
+    if tr is None:
+        lines.append("no train.jsonl")
+    else:
+        lines += ["| model | batch | convkit cpu | convkit gpu | gpu/cpu | PyTorch FP32 | PyTorch TF32 | "
+                  "convkit/PyTorch FP32 | convkit/PyTorch TF32 |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in tr["rows"]:
+            gpu = r.get("convkit_cuda") or r.get("convkit_sim")
+            lines.append(f"| {r['model']} | {r['batch']} | {fmt(r.get('convkit_cpu'))} | {fmt(gpu)} | "
+                         f"{fmt(r.get('gpu_over_cpu'), '{:.2f}x')} | {fmt(r.get('pytorch_fp32'))} | "
+                         f"{fmt(r.get('pytorch_tf32'))} | {fmt(r.get('convkit_over_pytorch_fp32'), '{:.2f}x')} | "
+                         f"{fmt(r.get('convkit_over_pytorch_tf32'), '{:.2f}x')} |")
+        if env.get("mode") == "sim":
+            lines.append("\nsim runs the CUDA kernels on the CPU emulator: its figures test the pipeline, "
+                         "not a GPU's speed.")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    out = Path(sys.argv[1])
+    summary = {
+        "env": {row[0]: "\t".join(row[1:]) for row in read_tsv(out / "env.tsv")},
+        "steps": read_tsv(out / "steps.tsv"),
+        "tests": tests_summary(out / "ctest.xml"),
+        "conv": conv_summary(out / "bench_conv.json"),
+        "train": train_summary(out / "train.jsonl"),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (out / "summary.md").write_text(markdown(summary))
+
+
+if __name__ == "__main__":
+    main()
