@@ -25,7 +25,8 @@ CoreLocation core_location() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<const void*>(&load_backend_plugin), &info) == 0 || !info.dli_fname)
     return {};
-  const fs::path file = fs::absolute(info.dli_fname);
+  std::error_code ec;
+  const fs::path file = fs::weakly_canonical(fs::absolute(info.dli_fname), ec);
   return {file, file.filename().string().starts_with("libconvkit.so")};
 }
 
