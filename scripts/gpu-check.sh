@@ -8,8 +8,9 @@
 #   scripts/gpu-check.sh --sim [--build-dir DIR] OUT_DIR   # anywhere (CI)
 #
 # --quick  a second try within the same lease: reuses the build, runs only the
-#          cuda kernel suites and the registry test, the first layer set, and
-#          one training size.
+#          tests with cuda in their names (the cuda instances and the nvcc
+#          builds of the kernel suites) and the registry test, the first layer
+#          set, and one training size.
 # --sim    the same pipeline on the sim backend with tiny sizes, without
 #          PyTorch, cuDNN or compute-sanitizer, so that it cannot rot: CI runs it.
 #
@@ -100,10 +101,9 @@ if [ $mode = gpu ] || [ ! -f "$build_dir/CMakeCache.txt" ]; then
   [ $mode = sim ] && cmake_args+=(-DCONVKIT_CUDA=OFF)
   step configure cmake -S "$root" -B "$build_dir" "${cmake_args[@]}"
 fi
-targets=(convkit_cli bench_conv)
-[ $quick = 1 ] || [ $mode = sim ] || targets=(all)
-[ $mode = sim ] && targets+=(test_backend test_gpu_gemm)
-[ $quick = 1 ] && [ $mode = gpu ] && targets+=(test_backend)
+# A GPU build is whole (a --quick rerun finds it built); sim builds what its steps use.
+targets=(all)
+[ $mode = sim ] && targets=(convkit_cli bench_conv test_backend test_gpu_gemm)
 step build cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
 cli=$build_dir/bin/convkit
 step devices "$cli" devices

@@ -1,11 +1,11 @@
 #pragma once
-// Running a GPU convolution algorithm (the sim build, namespace gpu_sim) on
-// the float64-reference test descriptors of tests/cpu_conv.
+// Running a GPU convolution algorithm (namespace CK_GPU_NS: gpu_sim under
+// g++, gpu_cuda in the nvcc build of a suite) on the float64-reference test
+// descriptors of tests/cpu_conv.
 //
-// The algorithms take Tensors and use only their dtype and data pointers. A
-// sim "device" pointer is a host pointer, so cpu tensors hold the operands
-// here: these raw tests call the sim build of an algorithm directly, without
-// the op layer or the backend registry in between.
+// The algorithms take Tensors and use only their dtype and data pointers, so
+// these raw tests call an algorithm directly, without the op layer or the
+// backend registry in between; the operands live on testing::kernel_device().
 #include <gtest/gtest.h>
 
 #include <convkit/convkit.h>
@@ -22,8 +22,13 @@
 #include "cpu_conv/conv_reference.h"
 #include "cpu_conv/conv_tolerance.h"
 #include "gpu/gpu_conv_algorithm.h"
+#include "gpu/gpu_testing.h"
 
 namespace convkit::gpu_testing {
+
+namespace kernels = convkit::CK_GPU_NS;
+using convkit::testing::kernel_device;
+using convkit::testing::ScopedKernelVersion;
 
 using cpu::testing::cast_to;
 using cpu::testing::random_values;
@@ -71,28 +76,30 @@ struct Outputs {
 };
 
 template <typename T>
-Tensor host_tensor(const std::vector<double>& values) {
+Tensor device_tensor(const std::vector<double>& values) {
   return from_vector(cast_to<T>(values), Shape{static_cast<std::int64_t>(values.size())},
-                     TensorOptions().dtype(dtype_of<T>::value));
+                     TensorOptions().dtype(dtype_of<T>::value).device(kernel_device()));
 }
 
 // Every pass must overwrite its output, so outputs start as garbage.
 template <typename T>
 Tensor garbage(std::int64_t count) {
-  return full(Shape{count}, -7.0, TensorOptions().dtype(dtype_of<T>::value));
+  return full(Shape{count}, -7.0, TensorOptions().dtype(dtype_of<T>::value).device(kernel_device()));
 }
 
 // Runs the three passes of `algo` in precision T, with one workspace big
 // enough for every pass (as the op layer sizes it per pass).
 template <typename T>
-Outputs<T> run_passes(const gpu_sim::GpuConvAlgorithm& algo, const Conv2dDesc& d, const Inputs& in) {
+Outputs<T> run_passes(const kernels::GpuConvAlgorithm& algo, const Conv2dDesc& d, const Inputs& in) {
   const DType dtype = dtype_of<T>::value;
   std::size_t bytes = 0;
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
     bytes = std::max(bytes, algo.workspace_bytes(d, dtype, pass));
-  const Tensor workspace = bytes > 0 ? empty(Shape{static_cast<std::int64_t>((bytes + 3) / 4)}) : Tensor();
-  const Tensor x = host_tensor<T>(in.x), w = host_tensor<T>(in.w), b = host_tensor<T>(in.b);
-  const Tensor dy = host_tensor<T>(in.dy);
+  const Tensor workspace =
+      bytes > 0 ? empty(Shape{static_cast<std::int64_t>((bytes + 3) / 4)}, TensorOptions().device(kernel_device()))
+                : Tensor();
+  const Tensor x = device_tensor<T>(in.x), w = device_tensor<T>(in.w), b = device_tensor<T>(in.b);
+  const Tensor dy = device_tensor<T>(in.dy);
   const Tensor y = garbage<T>(y_size(d)), dx = garbage<T>(x_size(d)), dw = garbage<T>(w_size(d));
   const Tensor db = garbage<T>(d.K);
   algo.forward(d, x, w, b, y, workspace);
@@ -105,7 +112,7 @@ Outputs<T> run_passes(const gpu_sim::GpuConvAlgorithm& algo, const Conv2dDesc& d
 // `algo_kind` picks the tolerance model (conv_tolerance.h). The bias gradient
 // is a plain sum for every algorithm.
 template <typename T>
-Outputs<T> expect_passes_match(const gpu_sim::GpuConvAlgorithm& algo, ConvAlgo algo_kind, const Conv2dDesc& d,
+Outputs<T> expect_passes_match(const kernels::GpuConvAlgorithm& algo, ConvAlgo algo_kind, const Conv2dDesc& d,
                                const std::string& where) {
   using cpu::testing::all_within;
   using cpu::testing::tolerances;
@@ -119,20 +126,6 @@ Outputs<T> expect_passes_match(const gpu_sim::GpuConvAlgorithm& algo, ConvAlgo a
   return out;
 }
 
-// Selects a kernel version for the scope of a test.
-class ScopedKernelVersion {
- public:
-  ScopedKernelVersion(std::string family, int version) : family_(std::move(family)) {
-    set_kernel_version(family_, version);
-  }
-  ~ScopedKernelVersion() { set_kernel_version(family_, 0); }
-  ScopedKernelVersion(const ScopedKernelVersion&) = delete;
-  ScopedKernelVersion& operator=(const ScopedKernelVersion&) = delete;
-
- private:
-  std::string family_;
-};
-
 // |a - b| <= tol_a + tol_b element by element: two results that are each
 // within their tolerance of the reference may differ by at most that much.
 template <typename T>
@@ -143,7 +136,7 @@ template <typename T>
 }
 
 // A later version against v1 in float32, where different rounding shows.
-inline void expect_agrees_with_v1(const gpu_sim::GpuConvAlgorithm& algo, ConvAlgo algo_kind, const std::string& family,
+inline void expect_agrees_with_v1(const kernels::GpuConvAlgorithm& algo, ConvAlgo algo_kind, const std::string& family,
                                   int version, const Conv2dDesc& d, const std::string& where) {
   using cpu::testing::tolerances;
   const CaseData& c = case_data(d);

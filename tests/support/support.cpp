@@ -16,24 +16,27 @@ bool env_flag(const char* name) {
 
 }  // namespace
 
-std::vector<Device> test_devices() {
-  const bool with_sim = env_flag("CONVKIT_TEST_SIM");
-  std::vector<Device> out;
-  bool cuda = false;
-  std::string cuda_why;
+void exit_unless_cuda_when_required() {
+  if (!env_flag("CONVKIT_TEST_REQUIRE_CUDA")) return;
+  std::string why = "no cuda entry";
   for (const BackendInfo& info : list_backends()) {
-    const Device d = Device::parse(info.name);
-    if (d.type == DeviceType::cuda) {
-      cuda = cuda || info.usable;
-      if (!info.usable) cuda_why = info.detail;
-    }
-    if (info.usable && (d.type != DeviceType::sim || with_sim)) out.push_back(d);
+    if (Device::parse(info.name).type != DeviceType::cuda) continue;
+    if (info.usable) return;
+    why = info.detail;
   }
   // On a GPU machine (scripts/gpu-check.sh) a suite without its cuda
   // instances would pass while testing nothing there: refuse to start.
-  if (env_flag("CONVKIT_TEST_REQUIRE_CUDA") && !cuda) {
-    std::fprintf(stderr, "CONVKIT_TEST_REQUIRE_CUDA is set but cuda is not usable: %s\n", cuda_why.c_str());
-    std::exit(1);
+  std::fprintf(stderr, "CONVKIT_TEST_REQUIRE_CUDA is set but cuda is not usable: %s\n", why.c_str());
+  std::exit(1);
+}
+
+std::vector<Device> test_devices() {
+  exit_unless_cuda_when_required();
+  const bool with_sim = env_flag("CONVKIT_TEST_SIM");
+  std::vector<Device> out;
+  for (const BackendInfo& info : list_backends()) {
+    const Device d = Device::parse(info.name);
+    if (info.usable && (d.type != DeviceType::sim || with_sim)) out.push_back(d);
   }
   return out;
 }

@@ -21,6 +21,8 @@ constexpr std::uint64_t kSeed = 20261122;
 // (tests/CMakeLists.txt). CONVKIT_TEST_REQUIRE_CUDA=1 makes a binary exit at
 // once, saying why, when cuda is not usable.
 std::vector<Device> test_devices();
+// The check behind CONVKIT_TEST_REQUIRE_CUDA, for other device lists.
+void exit_unless_cuda_when_required();
 
 // Readable gtest parameter names for devices: cpu, sim, cuda0.
 std::string device_name(const ::testing::TestParamInfo<Device>& info);

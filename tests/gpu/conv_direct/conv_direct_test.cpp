@@ -1,4 +1,4 @@
-// The GPU direct convolution (kernels/conv2d_direct.cu) under sim: every
+// The GPU direct convolution (kernels/conv2d_direct.cu) under sim (and cuda, in the nvcc build): every
 // version, every pass, float32 and float64, on tests/cpu_conv's descriptors
 // (odd sizes, batch 1, stride, asymmetric padding, dilation, groups, C or K = 1,
 // 1x1 to 11x11 filters) plus a few that give v2 several channel chunks and
@@ -21,7 +21,7 @@ using cpu::testing::ConvCase;
 // The family must be registered before a test selects one of its versions.
 class RegisterDirectFamily : public ::testing::Environment {
  public:
-  void SetUp() override { gpu_sim::conv2d_direct_version(); }
+  void SetUp() override { kernels::conv2d_direct_version(); }
 };
 [[maybe_unused]] const ::testing::Environment* const kRegistered =
     ::testing::AddGlobalTestEnvironment(new RegisterDirectFamily);
@@ -54,7 +54,7 @@ const std::vector<ConvCase>& cases() {
   return all;
 }
 
-const gpu_sim::GpuConvAlgorithm& direct() { return gpu_sim::direct_gpu_conv_algorithm(); }
+const kernels::GpuConvAlgorithm& direct() { return kernels::direct_gpu_conv_algorithm(); }
 
 template <typename T>
 void expect_matches_reference(const ConvCase& c, int version) {
@@ -92,6 +92,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, DirectVersusV1,
 
 // A missing barrier can hide under one thread order; v2's tiles must be right
 // under every order the emulator offers.
+#if !defined(__CUDACC__)  // thread orders are sim's to choose
 TEST(GpuConvDirect, TiledVersionIsRightUnderEveryThreadOrder) {
   for (const char* order : {"reverse", "random:11"}) {
     sim::ScopedSchedule schedule(sim::Schedule::parse(order));
@@ -101,6 +102,7 @@ TEST(GpuConvDirect, TiledVersionIsRightUnderEveryThreadOrder) {
     }
   }
 }
+#endif
 
 TEST(GpuConvDirect, EveryValidDescriptorIsSupportedWithoutWorkspace) {
   for (const ConvCase& c : cases()) {
@@ -119,14 +121,15 @@ TEST(GpuConvDirect, EveryValidDescriptorIsSupportedWithoutWorkspace) {
 TEST(GpuConvDirect, HugeDilationFallsBackToVersion1) {
   Conv2dDesc d = make(1, 2, 260, 250, 2, 3, 3, 0);
   d.dilation_h = d.dilation_w = 120;  // a 248 x 256 input patch per channel
-  const gpu_sim::ConvGeometry g = gpu_sim::conv_geometry(d);
+  const kernels::ConvGeometry g = kernels::conv_geometry(d);
   std::string why;
-  EXPECT_FALSE(gpu_sim::conv2d_direct_can_implement(2, g, DType::float32, &why));
+  EXPECT_FALSE(kernels::conv2d_direct_can_implement(2, g, DType::float32, &why));
   EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
-  std::vector<float> x(static_cast<std::size_t>(x_size(d)), 1.0f), w(static_cast<std::size_t>(w_size(d)), 1.0f);
-  std::vector<float> y(static_cast<std::size_t>(y_size(d)));
+  const TensorOptions on_device = TensorOptions().device(kernel_device());
+  const Tensor x = ones({x_size(d)}, on_device), w = ones({w_size(d)}, on_device);
+  const Tensor y = empty({y_size(d)}, on_device);
   try {
-    gpu_sim::launch_conv2d_direct_forward(2, DType::float32, g, x.data(), w.data(), nullptr, y.data());
+    kernels::launch_conv2d_direct_forward(2, DType::float32, g, x.raw_data(), w.raw_data(), nullptr, y.raw_data());
     ADD_FAILURE() << "v2 launched a descriptor it cannot implement";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
@@ -135,11 +138,11 @@ TEST(GpuConvDirect, HugeDilationFallsBackToVersion1) {
 }
 
 TEST(GpuConvDirect, NonFloatingDtypeIsRejectedByName) {
-  const gpu_sim::ConvGeometry g = gpu_sim::conv_geometry(make(1, 1, 3, 3, 1, 1, 1, 0));
+  const kernels::ConvGeometry g = kernels::conv_geometry(make(1, 1, 3, 3, 1, 1, 1, 0));
   std::string why;
-  EXPECT_FALSE(gpu_sim::conv2d_direct_can_implement(1, g, DType::int64, &why));
+  EXPECT_FALSE(kernels::conv2d_direct_can_implement(1, g, DType::int64, &why));
   EXPECT_NE(why.find("int64"), std::string::npos) << why;
-  EXPECT_FALSE(gpu_sim::conv2d_direct_can_implement(3, g, DType::float32, &why));
+  EXPECT_FALSE(kernels::conv2d_direct_can_implement(3, g, DType::float32, &why));
   EXPECT_NE(why.find("version 3"), std::string::npos) << why;
 }
 

@@ -1,4 +1,4 @@
-// The GPU FFT convolution (kernels/conv2d_fft.cu) under sim: the FFT itself
+// The GPU FFT convolution (kernels/conv2d_fft.cu) under sim (and cuda, in the nvcc build): the FFT itself
 // against a naive DFT in long double (1-D complex, 2-D real, both directions,
 // every version), then every pass of the convolution on the stride-1 test
 // descriptors of tests/cpu_conv (odd sizes, batch 1, asymmetric padding,
@@ -30,7 +30,7 @@ constexpr long double kPi = 3.141592653589793238462643383279502884L;
 // The family must be registered before a test selects one of its versions.
 class RegisterFftFamily : public ::testing::Environment {
  public:
-  void SetUp() override { gpu_sim::conv2d_fft_version(); }
+  void SetUp() override { kernels::conv2d_fft_version(); }
 };
 [[maybe_unused]] const ::testing::Environment* const kRegistered =
     ::testing::AddGlobalTestEnvironment(new RegisterFftFamily);
@@ -86,8 +86,9 @@ void check_fft_1d(int n, bool inverse) {
   const std::int64_t count = 3;
   std::mt19937_64 rng(77 + static_cast<std::uint64_t>(n));
   const std::vector<double> values = random_values<T>(2 * n * count, rng);
-  std::vector<T> data(values.begin(), values.end());
-  gpu_sim::launch_fft_1d(dtype_of<T>::value, data.data(), n, count, inverse);
+  const Tensor on_device = device_tensor<T>(values);
+  kernels::launch_fft_1d(dtype_of<T>::value, on_device.raw_data(), n, count, inverse);
+  const std::vector<T> data = on_device.to_vector<T>();
   for (std::int64_t s = 0; s < count; ++s) {
     std::vector<Complex> x(static_cast<std::size_t>(n));
     double norm2 = 0;
@@ -107,7 +108,7 @@ void check_fft_1d(int n, bool inverse) {
 }
 
 TEST(GpuFft, OneDimensionalMatchesANaiveDftForEveryPowerOfTwo) {
-  for (int n = 1; n <= gpu_sim::kMaxGpuFftSize; n *= 2) {
+  for (int n = 1; n <= kernels::kMaxGpuFftSize; n *= 2) {
     for (bool inverse : {false, true}) {
       check_fft_1d<float>(n, inverse);
       check_fft_1d<double>(n, inverse);
@@ -116,9 +117,9 @@ TEST(GpuFft, OneDimensionalMatchesANaiveDftForEveryPowerOfTwo) {
 }
 
 TEST(GpuFft, RejectsLengthsThatAreNotPowersOfTwo) {
-  std::vector<float> data(2 * 12);
-  EXPECT_THROW(gpu_sim::launch_fft_1d(DType::float32, data.data(), 12, 1, false), Error);
-  EXPECT_THROW(gpu_sim::launch_fft_1d(DType::float32, data.data(), 2048, 1, false), Error);
+  const Tensor data = zeros({2 * 12}, TensorOptions().device(kernel_device()));
+  EXPECT_THROW(kernels::launch_fft_1d(DType::float32, data.raw_data(), 12, 1, false), Error);
+  EXPECT_THROW(kernels::launch_fft_1d(DType::float32, data.raw_data(), 2048, 1, false), Error);
 }
 
 // The 2-D real transform of `count` tiles, as the convolution runs it (rows,
@@ -131,9 +132,11 @@ void check_real_fft_2d(int version, int th, int tw) {
   const std::int64_t F = static_cast<std::int64_t>(th) * bins;
   std::mt19937_64 rng(static_cast<std::uint64_t>(th * 1000 + tw));
   const std::vector<double> values = random_values<T>(count * th * tw, rng);
-  const std::vector<T> tiles(values.begin(), values.end());
-  std::vector<T> spectra(static_cast<std::size_t>(2 * F * count));
-  gpu_sim::launch_rfft2d(version, dtype_of<T>::value, tiles.data(), th, tw, count, spectra.data(), nullptr);
+  const Tensor tiles = device_tensor<T>(values);
+  const Tensor spectra_on_device = garbage<T>(2 * F * count);
+  kernels::launch_rfft2d(version, dtype_of<T>::value, tiles.raw_data(), th, tw, count, spectra_on_device.raw_data(),
+                         nullptr);
+  const std::vector<T> spectra = spectra_on_device.to_vector<T>();
   const std::string where = "v" + std::to_string(version) + " " + std::to_string(th) + "x" + std::to_string(tw) +
                             " " + std::string(dtype_name(dtype_of<T>::value));
   for (std::int64_t x = 0; x < count; ++x) {
@@ -154,8 +157,10 @@ void check_real_fft_2d(int version, int th, int tw) {
       }
     }
   }
-  std::vector<T> back(tiles.size(), T(-7));
-  gpu_sim::launch_irfft2d(version, dtype_of<T>::value, spectra.data(), th, tw, count, back.data(), nullptr);
+  const Tensor back_on_device = garbage<T>(tiles.numel());
+  kernels::launch_irfft2d(version, dtype_of<T>::value, spectra_on_device.raw_data(), th, tw, count,
+                          back_on_device.raw_data(), nullptr);
+  const std::vector<T> back = back_on_device.to_vector<T>();
   for (std::int64_t x = 0; x < count; ++x) {
     double norm2 = 0;
     for (int e = 0; e < th * tw; ++e) norm2 += values[x * th * tw + e] * values[x * th * tw + e];
@@ -205,7 +210,7 @@ const std::vector<ConvCase>& cases() {
   return all;
 }
 
-const gpu_sim::GpuConvAlgorithm& fft() { return gpu_sim::fft_gpu_conv_algorithm(); }
+const kernels::GpuConvAlgorithm& fft() { return kernels::fft_gpu_conv_algorithm(); }
 
 template <typename T>
 void expect_matches_reference(const ConvCase& c, int version) {
@@ -242,6 +247,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, FftVersusV1,
                          ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2)),
                          case_name);
 
+#if !defined(__CUDACC__)  // thread orders are sim's to choose
 TEST(GpuConvFft, BarriersHoldUnderEveryThreadOrder) {
   for (const char* order : {"reverse", "random:5"}) {
     sim::ScopedSchedule schedule(sim::Schedule::parse(order));
@@ -251,6 +257,7 @@ TEST(GpuConvFft, BarriersHoldUnderEveryThreadOrder) {
           if (c.name == name) expect_matches_reference<float>(c, version);
   }
 }
+#endif
 
 // A workspace_limit that holds one image at a time: several chunks, so the
 // backward-weights spectra accumulate across them.
@@ -293,6 +300,7 @@ TEST(GpuConvFft, UnsupportedDescriptorsSayWhy) {
   EXPECT_THROW(fft().workspace_bytes(strided, DType::float32, ConvPass::forward), Error);
 }
 
+#if !defined(__CUDACC__)
 // cuFFT (v3) exists only in the cuda build; on sim selecting it is an error
 // that says what to do instead.
 TEST(GpuConvFft, CufftVersionIsRefusedOnSimWithTheReason) {
@@ -302,12 +310,13 @@ TEST(GpuConvFft, CufftVersionIsRefusedOnSimWithTheReason) {
   EXPECT_NE(s.reason.find("cuFFT"), std::string::npos) << s.reason;
   std::vector<float> tiles(8), spectra(2 * 2 * 3);
   try {
-    gpu_sim::launch_rfft2d(3, DType::float32, tiles.data(), 2, 4, 1, spectra.data(), nullptr);
+    kernels::launch_rfft2d(3, DType::float32, tiles.data(), 2, 4, 1, spectra.data(), nullptr);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("cuda backend"), std::string::npos) << e.what();
   }
 }
+#endif
 
 }  // namespace
 }  // namespace convkit::gpu_testing

@@ -1,5 +1,5 @@
 // The GPU im2col+GEMM convolution (src/gpu/gpu_conv_im2col_gemm.cpp) on the
-// sim backend, called through the Backend interface: forward, backward-data
+// sim backend (and, in the nvcc build, cuda), called through the Backend interface: forward, backward-data
 // and backward-weights (with bias gradient) against the cpu backend's direct
 // algorithm in float64, for groups, depthwise, 1x1 (no im2col), stride,
 // dilation and asymmetric padding, and under workspace limits that force
@@ -8,10 +8,6 @@
 
 namespace convkit {
 namespace {
-
-Device sim_device() {
-  return Device(DeviceType::sim);
-}
 
 Conv2dDesc make_desc(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K, std::int64_t R,
                      std::int64_t S) {
@@ -71,7 +67,7 @@ Passes run(Device device, ConvAlgo algo, const Conv2dDesc& d, DType dt, const Te
 
 TEST(GpuConvIm2colGemm, EveryPassMatchesTheCpuDirectAlgorithmUnderEveryChunking) {
   std::mt19937_64 rng(testing::kSeed + 510);
-  const Device sim = sim_device();
+  const Device sim = testing::kernel_device();
   Backend& be = backend_for(sim);
   for (Conv2dDesc d : descriptors()) {
     ASSERT_TRUE(be.conv2d_supports(ConvAlgo::im2col_gemm, d)) << d;
@@ -118,7 +114,7 @@ TEST(GpuConvIm2colGemm, EveryPassMatchesTheCpuDirectAlgorithmUnderEveryChunking)
 
 TEST(GpuConvIm2colGemm, NoBiasLeavesTheOutputToTheProduct) {
   std::mt19937_64 rng(testing::kSeed + 511);
-  const Device sim = sim_device();
+  const Device sim = testing::kernel_device();
   const Conv2dDesc d = make_desc(2, 3, 5, 5, 2, 3, 3);
   const TensorOptions cpu64 = TensorOptions().dtype(DType::float64);
   const Tensor x = testing::random_tensor({d.N, d.C, d.H, d.W}, rng, cpu64);
@@ -136,7 +132,7 @@ TEST(GpuConvIm2colGemm, NoBiasLeavesTheOutputToTheProduct) {
 }
 
 TEST(GpuConvIm2colGemm, AWorkspaceLimitBelowOneImageIsAClearError) {
-  const Device sim = sim_device();
+  const Device sim = testing::kernel_device();
   Conv2dDesc d = make_desc(2, 8, 16, 16, 4, 3, 3);
   d.workspace_limit = 1000;
   try {

@@ -1,7 +1,7 @@
-// The whole GPU path on the sim backend: a small CNN trained for 20 steps on
-// cpu and on sim from the same seed gives the same losses, and dropout masks
-// are bit-identical across the two backends.
-#include "support/support.h"
+// The whole GPU path on every GPU backend (sim, and cuda where usable): a
+// small CNN trained for 20 steps on cpu and on the GPU backend from the same
+// seed gives the same losses, and dropout masks are bit-identical across them.
+#include "gpu/gpu_testing.h"
 
 namespace convkit {
 namespace {
@@ -41,29 +41,33 @@ std::vector<double> train(Device device, ConvAlgo algo) {
   return losses;
 }
 
-TEST(GpuWholePath, TwentyTrainingStepsMatchTheCpuOnSim) {
+class GpuWholePath : public ::testing::TestWithParam<Device> {};
+
+TEST_P(GpuWholePath, TwentyTrainingStepsMatchTheCpu) {
   for (ConvAlgo algo : {ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft}) {
     const auto cpu = train(kCPU, algo);
-    const auto sim = train(kSim, algo);
-    ASSERT_EQ(cpu.size(), sim.size());
+    const auto gpu = train(GetParam(), algo);
+    ASSERT_EQ(cpu.size(), gpu.size());
     EXPECT_LT(cpu.back(), 0.5 * cpu.front()) << "the network should learn the batch";
     // Both run float32 with different summation orders (tree reductions,
     // tiled GEMMs, FFT); 20 steps of SGD amplify ulp-level differences to
     // around 1e-5 relative, so 1e-3 leaves headroom while a wrong gradient
     // (which changes the trajectory at the first step) fails at once.
     for (std::size_t i = 0; i < cpu.size(); ++i)
-      EXPECT_NEAR(sim[i], cpu[i], 1e-3 * std::abs(cpu[i]) + 1e-5) << conv_algo_name(algo) << " step " << i;
+      EXPECT_NEAR(gpu[i], cpu[i], 1e-3 * std::abs(cpu[i]) + 1e-5) << conv_algo_name(algo) << " step " << i;
   }
 }
 
-TEST(GpuWholePath, DropoutMasksAreBitIdenticalAcrossBackends) {
+TEST_P(GpuWholePath, DropoutMasksAreBitIdenticalAcrossBackends) {
   const Tensor ones_cpu = ones({3, 1000});
   manual_seed(99);
   const auto cpu = dropout(ones_cpu, 0.3, true).to_vector<float>();
   manual_seed(99);
-  const auto sim = dropout(ones_cpu.to(kSim), 0.3, true).to_vector<float>();
-  EXPECT_EQ(cpu, sim);
+  const auto gpu = dropout(ones_cpu.to(GetParam()), 0.3, true).to_vector<float>();
+  EXPECT_EQ(cpu, gpu);
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, GpuWholePath, ::testing::ValuesIn(testing::gpu_devices()), testing::device_name);
 
 }  // namespace
 }  // namespace convkit
