@@ -10,7 +10,7 @@ packages=(
   libeigen3-dev
   libgtest-dev libgmock-dev
   libbenchmark-dev libbenchmark1debian
-  zlib1g-dev libpng-dev libpng16-16 libjpeg-dev libjpeg62-turbo-dev libjpeg62-turbo
+  zlib1g zlib1g-dev libpng-dev libpng16-16 libjpeg-dev libjpeg62-turbo-dev libjpeg62-turbo
 )
 mkdir -p .gpu-deps
 cd .gpu-deps
