@@ -73,10 +73,7 @@ const std::string& load_backend_plugin(DeviceType type) {
   };
   static Attempt attempts[3];  // one per DeviceType
   Attempt& a = attempts[static_cast<std::size_t>(type)];
-  std::call_once(a.once, [&] {
-    a.reason = backend_plugin_file(type) ? open_plugin(type) : "the " + Device(type).str() +
-                                                                   " backend is built in, not a plugin";
-  });
+  std::call_once(a.once, [&] { a.reason = open_plugin(type); });
   return a.reason;
 }
 

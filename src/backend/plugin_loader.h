@@ -13,7 +13,8 @@ namespace convkit {
 // are always built in (cpu, sim).
 const char* backend_plugin_file(DeviceType type);
 
-// Opens `type`'s plugin, once per process. Returns "" once the plugin is open,
+// Opens `type`'s plugin (backend_plugin_file(type) must name one), once per
+// process. Returns "" once the plugin is open,
 // else why it is not: absent, static build, or a library it needs (the CUDA
 // runtime) is missing. CONVKIT_PLUGIN_DIR overrides the folder searched.
 const std::string& load_backend_plugin(DeviceType type);

@@ -2,6 +2,7 @@
 // each registers itself (BackendRegistrar), the built-in ones at start-up and
 // cuda when its plugin is opened on first use (plugin_loader.h).
 #include <array>
+#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -17,10 +18,11 @@ constexpr std::array<DeviceType, 3> kDeviceTypes{DeviceType::cpu, DeviceType::si
 struct Registry {
   std::mutex mutex;
   std::array<BackendFactory, kDeviceTypes.size()> factories{};
-  std::array<Backend*, kDeviceTypes.size()> instances{};
-  // devices() as of the backend's creation: backend_for runs on every
-  // allocation, so it reads this instead of asking the backend again.
+  // devices() as of the backend's creation, written before the instance is
+  // published: backend_for runs on every allocation and op, so once a backend
+  // exists it costs one atomic load and no lock.
   std::array<std::vector<BackendInfo>, kDeviceTypes.size()> devices{};
+  std::array<std::atomic<Backend*>, kDeviceTypes.size()> instances{};
 };
 
 Registry& registry() {
@@ -39,6 +41,7 @@ bool has_factory(DeviceType t) {
 // The backend for `t`, made on first use; nullptr with `why` set when none is
 // registered. The plugin is opened outside the lock: its registrar takes it.
 Backend* instance(DeviceType t, std::string* why) {
+  if (Backend* made = registry().instances[slot(t)].load(std::memory_order_acquire)) return made;
   if (!has_factory(t) && backend_plugin_file(t)) {
     const std::string& reason = load_backend_plugin(t);
     if (!reason.empty()) {
@@ -54,11 +57,13 @@ Backend* instance(DeviceType t, std::string* why) {
                : "the " + Device(t).str() + " backend is not part of this build";
     return nullptr;
   }
-  if (!r.instances[slot(t)]) {
-    r.instances[slot(t)] = r.factories[slot(t)]();
-    r.devices[slot(t)] = r.instances[slot(t)]->devices();
+  Backend* made = r.instances[slot(t)].load(std::memory_order_relaxed);
+  if (!made) {
+    made = r.factories[slot(t)]();
+    r.devices[slot(t)] = made->devices();
+    r.instances[slot(t)].store(made, std::memory_order_release);
   }
-  return r.instances[slot(t)];
+  return made;
 }
 
 }  // namespace
