@@ -105,6 +105,8 @@ Preprocessing& Preprocessing::resize(std::int64_t height, std::int64_t width,
                                      Interpolation interpolation) {
   CK_CHECK(height > 0 && width > 0, "Preprocessing::resize: size must be positive, got ", height,
            "x", width);
+  CK_CHECK(height <= kMaxResizePixels / width, "Preprocessing::resize: ", height, "x", width,
+           " is more than kMaxResizePixels (", kMaxResizePixels, " pixels, 4096x4096)");
   height_ = height;
   width_ = width;
   interpolation_ = interpolation;
