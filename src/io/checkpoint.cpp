@@ -432,13 +432,13 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
 
 Checkpoint load_checkpoint(const std::string& path) { return Reader(path).read(); }
 
-std::shared_ptr<nn::Module> build_model(const Checkpoint& ck) {
+std::shared_ptr<nn::Module> build_model(const Checkpoint& ck, const nn::BuildOptions& options) {
   CK_CHECK(!ck.model_spec.empty(), "build_model: the checkpoint has no model spec (the model was of a type ",
            "without Module::spec()); build the model in code and call load_state_dict(checkpoint.model_state)");
   const Generator saved = default_generator();
   std::shared_ptr<nn::Module> model;
   try {
-    model = nn::build_module(ck.model_spec);
+    model = nn::build_module(ck.model_spec, options);
   } catch (...) {
     default_generator() = saved;
     throw;

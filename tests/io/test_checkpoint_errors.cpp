@@ -1,5 +1,7 @@
 // Damaged checkpoints: each kind of damage gives a convkit::Error naming the
 // file, the byte offset and what is wrong; and no damage goes unnoticed.
+#include <zlib.h>
+
 #include "io/io_testing.h"
 
 namespace convkit {
@@ -146,6 +148,97 @@ TEST(CheckpointErrors, ImplausibleLengthIsTruncation) {
   auto bytes = small_checkpoint(dir);
   bytes[12 + 4 + 7] = 0x7F;  // the SPEC section now claims ~2^63 bytes
   EXPECT_TRUE(fails_with(dir, bytes, {"at offset 12", "truncated: section 'SPEC' declares"}));
+}
+
+// ------------------------------------------------- crafted files (issue 22)
+
+void put_u32(std::string& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+void put_u64(std::string& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+void put_string(std::string& out, const std::string& text) {
+  put_u32(out, static_cast<std::uint32_t>(text.size()));
+  out += text;
+}
+
+// Checkpoint bytes built section by section, with correct CRCs, so that the
+// reader's checks past the framing are what a test reaches.
+class CraftedCheckpoint {
+ public:
+  CraftedCheckpoint() {
+    bytes_ = std::string("\x89" "CKPT\r\n\x1a", 8);
+    put_u32(bytes_, 1);
+  }
+  CraftedCheckpoint& section(const char* tag, const std::string& payload) {
+    bytes_.append(tag, 4);
+    put_u64(bytes_, payload.size());
+    bytes_ += payload;
+    put_u32(bytes_, static_cast<std::uint32_t>(
+                        crc32(0, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size()))));
+    return *this;
+  }
+  // A float32 model tensor with no data (every shape here has a 0 in it).
+  CraftedCheckpoint& empty_tensor(const std::string& name, const std::vector<std::uint64_t>& dims) {
+    std::string p;
+    put_string(p, name);
+    p.push_back(1);  // float32
+    p.push_back(static_cast<char>(dims.size()));
+    for (auto d : dims) put_u64(p, d);
+    return section("TNSR", p);
+  }
+  CraftedCheckpoint& spec(const std::string& text) { return section("SPEC", text); }
+  // The training state and the END section, then the bytes.
+  std::vector<unsigned char> finish() {
+    section("TRST", std::string(32, '\0'));
+    section("END ", "");
+    return std::vector<unsigned char>(bytes_.begin(), bytes_.end());
+  }
+
+ private:
+  std::string bytes_;
+};
+
+TEST(CheckpointErrors, CraftedFileLoads) {
+  ScratchDir dir;
+  const std::string path = dir.file("crafted.ckpt");
+  io_testing::write_bytes(path, CraftedCheckpoint().spec("Linear(2, 3)").empty_tensor("t", {0, 5}).finish());
+  const io::Checkpoint ck = io::load_checkpoint(path);
+  EXPECT_EQ(ck.model_spec, "Linear(2, 3)");
+  ASSERT_EQ(ck.model_state.size(), 1u);
+  EXPECT_EQ(ck.model_state[0].second.shape(), (Shape{0, 5}));
+}
+
+// What `convkit predict` does with a checkpoint: load it, then build the
+// model from its spec. A 4-byte buffer for 2^62 + 1 elements crashed here.
+TEST(CheckpointErrors, HostileModelSpecsAreErrorsNotCrashes) {
+  ScratchDir dir;
+  const std::string path = dir.file("spec.ckpt");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"BatchNorm1d(4611686018427387905)", "[4, 4611686018427387905]"},
+      {"Linear(2147483648, 2147483648, bias=false)", "budget"},
+      {"Conv2d(1, 3, 10000000003)", "[3, 1, 10000000003, 10000000003]"},
+      {"BatchNorm2d(222222222)", "budget"},
+      {"Linear(100000, 100000)", "budget"},
+  };
+  for (const auto& [spec, fragment] : cases) {
+    io_testing::write_bytes(path, CraftedCheckpoint().spec(spec).finish());
+    const io::Checkpoint ck = io::load_checkpoint(path);
+    EXPECT_TRUE(throws_with([&] { io::build_model(ck); }, {"model spec: at offset 0", fragment})) << spec;
+  }
+  io_testing::write_bytes(path, CraftedCheckpoint().spec("Linear(100, 100)").finish());
+  EXPECT_TRUE(throws_with([&] { io::build_model(io::load_checkpoint(path), nn::BuildOptions().max_bytes(1000)); },
+                          {"weight [100, 100]", "budget of 1000 bytes"}));
+}
+
+TEST(CheckpointErrors, HugeResizeInThePreprocessingIsRefused) {
+  ScratchDir dir;
+  auto bytes = CraftedCheckpoint()
+                   .spec("ReLU()")
+                   .section("PREP", "convkit-preprocessing 1\nresize=4294967296x4294967296\n")
+                   .finish();
+  EXPECT_TRUE(fails_with(dir, bytes, {"bad preprocessing", "4294967296x4294967296", "kMaxResizePixels"}));
 }
 
 }  // namespace
