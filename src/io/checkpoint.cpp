@@ -316,16 +316,21 @@ class Reader {
       file_.fail_at(file_.offset() - 2, "unknown dtype code " + std::to_string(code) + " in " + label);
     }
     std::vector<std::int64_t> dims(rank);
-    std::uint64_t numel = 1;
+    // The product of the non-zero dimensions is bounded too: [0, 2^56, 2^56]
+    // holds no data, yet its strides would overflow.
+    std::uint64_t nonzero = 1;
+    bool empty = false;
     for (auto& d : dims) {
       unsigned char b[8];
       take(b, 8, "the shape of " + label);
       d = static_cast<std::int64_t>(detail::get_u64(b));
-      if (d < 0 || (d > 0 && numel > (std::uint64_t{1} << 56) / static_cast<std::uint64_t>(d))) {
+      if (d < 0 || (d > 0 && nonzero > (std::uint64_t{1} << 56) / static_cast<std::uint64_t>(d))) {
         file_.fail_at(file_.offset() - 8, "bad dimension " + std::to_string(d) + " in the shape of " + label);
       }
-      numel *= static_cast<std::uint64_t>(d);
+      if (d == 0) empty = true;
+      if (d > 0) nonzero *= static_cast<std::uint64_t>(d);
     }
+    const std::uint64_t numel = empty ? 0 : nonzero;
     const std::uint64_t data_bytes = numel * dtype_size(dtype);
     const std::uint64_t head_bytes = file_.offset() - start;
     if (head_bytes + data_bytes != length) {

@@ -241,5 +241,15 @@ TEST(CheckpointErrors, HugeResizeInThePreprocessingIsRefused) {
   EXPECT_TRUE(fails_with(dir, bytes, {"bad preprocessing", "4294967296x4294967296", "kMaxResizePixels"}));
 }
 
+// No data, yet strides of 2^112: the old check multiplied the 0 in first.
+TEST(CheckpointErrors, EmptyTensorsWithHugeDimensionsAreRefused) {
+  ScratchDir dir;
+  const std::uint64_t big = std::uint64_t{1} << 56;
+  EXPECT_TRUE(fails_with(dir, CraftedCheckpoint().spec("ReLU()").empty_tensor("z", {0, big, big}).finish(),
+                         {"bad dimension 72057594037927936 in the shape of model tensor 'z'"}));
+  EXPECT_TRUE(fails_with(dir, CraftedCheckpoint().spec("ReLU()").empty_tensor("z", {big, 2, 0}).finish(),
+                         {"bad dimension 2 in the shape of model tensor 'z'"}));
+}
+
 }  // namespace
 }  // namespace convkit
