@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <set>
+#include <unordered_set>
 
 #include "convkit/core/error.h"
 #include "convkit/nn/model_spec.h"
@@ -189,6 +190,7 @@ class Reader {
 
     Checkpoint ck;
     std::set<std::string> seen;
+    std::unordered_set<std::string> model_names, optimizer_names;
     for (;;) {
       const std::uint64_t at = file_.offset();
       if (file_.remaining() == 0) {
@@ -211,10 +213,10 @@ class Reader {
 
       if (std::memcmp(tag, kTensor, 4) == 0) {
         ck.model_state.push_back(read_tensor(at, length, "model"));
-        check_unique(ck.model_state, at);
+        check_unique(model_names, ck.model_state.back().first, at);
       } else if (std::memcmp(tag, kOptTensor, 4) == 0) {
         ck.optimizer_state.push_back(read_tensor(at, length, "optimizer"));
-        check_unique(ck.optimizer_state, at);
+        check_unique(optimizer_names, ck.optimizer_state.back().first, at);
       } else if (std::memcmp(tag, kEnd, 4) == 0) {
         read_payload(at, length, "END");
         break;
@@ -344,11 +346,8 @@ class Reader {
     return {name, t};
   }
 
-  void check_unique(const StateDict& dict, std::uint64_t at) {
-    const std::string& name = dict.back().first;
-    for (std::size_t i = 0; i + 1 < dict.size(); ++i) {
-      if (dict[i].first == name) file_.fail_at(at, "tensor '" + name + "' appears twice");
-    }
+  void check_unique(std::unordered_set<std::string>& names, const std::string& name, std::uint64_t at) {
+    if (!names.insert(name).second) file_.fail_at(at, "tensor '" + name + "' appears twice");
   }
 
   FileReader file_;

@@ -251,5 +251,20 @@ TEST(CheckpointErrors, EmptyTensorsWithHugeDimensionsAreRefused) {
                          {"bad dimension 2 in the shape of model tensor 'z'"}));
 }
 
+// A repeated name found among many: the check is a hash set, not a scan of
+// every earlier tensor per tensor (100k names took minutes that way).
+TEST(CheckpointErrors, RepeatedTensorNameAmongManyIsFound) {
+  ScratchDir dir;
+  CraftedCheckpoint ck;
+  ck.spec("ReLU()");
+  constexpr int kCount = 100000;
+  for (int i = 0; i < kCount; ++i) ck.empty_tensor(std::string("t").append(std::to_string(i)), {0});
+  const std::string path = dir.file("many.ckpt");
+  io_testing::write_bytes(path, CraftedCheckpoint(ck).finish());
+  EXPECT_EQ(io::load_checkpoint(path).model_state.size(), static_cast<std::size_t>(kCount));
+  ck.empty_tensor("t77777", {0});
+  EXPECT_TRUE(fails_with(dir, ck.finish(), {"tensor 't77777' appears twice"}));
+}
+
 }  // namespace
 }  // namespace convkit
