@@ -242,8 +242,12 @@ class Reader {
       } else if (std::memcmp(tag, kMeta, 4) == 0) {
         Payload p = read_payload(at, length, "metadata");
         const std::uint32_t count = p.u32("the metadata count");
+        std::unordered_set<std::string> keys;
         for (std::uint32_t i = 0; i < count; ++i) {
+          const std::uint64_t key_at = p.offset();
           std::string key = p.string("a metadata key");
+          // save_checkpoint refuses duplicates; a file with them was not written by it.
+          if (!keys.insert(key).second) file_.fail_at(key_at, "metadata key '" + key + "' appears twice");
           std::string value = p.string("a metadata value");
           ck.metadata.emplace_back(std::move(key), std::move(value));
         }

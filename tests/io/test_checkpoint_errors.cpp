@@ -251,6 +251,20 @@ TEST(CheckpointErrors, EmptyTensorsWithHugeDimensionsAreRefused) {
                          {"bad dimension 2 in the shape of model tensor 'z'"}));
 }
 
+// save_checkpoint refuses repeated metadata keys; so must the reader.
+TEST(CheckpointErrors, RepeatedMetadataKeysAreRefused) {
+  ScratchDir dir;
+  std::string meta;
+  put_u32(meta, 3);
+  for (const char* key : {"a", "b", "a"}) {
+    put_string(meta, key);
+    put_string(meta, "v");
+  }
+  const auto bytes = CraftedCheckpoint().spec("ReLU()").section("META", meta).finish();
+  // 8 + 4 + SPEC (4 + 8 + 6 + 4) + META header (12) + count (4) + two pairs (2 x 10).
+  EXPECT_TRUE(fails_with(dir, bytes, {"at offset 70", "metadata key 'a' appears twice"}));
+}
+
 // A repeated name found among many: the check is a hash set, not a scan of
 // every earlier tensor per tensor (100k names took minutes that way).
 TEST(CheckpointErrors, RepeatedTensorNameAmongManyIsFound) {
