@@ -133,6 +133,8 @@ SafetensorsFile parse_safetensors(const std::vector<std::uint8_t>& bytes, const 
       continue;
     }
     const std::string label = "tensor '" + name + "'";
+    // safetensors_bytes refuses an empty name; so does the reader.
+    if (name.empty()) fail_at(v, "a tensor has an empty name");
     if (v.kind != json::Value::Kind::object) fail_at(v, label + " must be an object");
     Entry e;
     e.name = name;

@@ -141,6 +141,12 @@ TEST(Safetensors, ValidationErrors) {
   EXPECT_TRUE(rejects(R"({"a":{},"a":{}})", {}, {"duplicate key \"a\""}));
 }
 
+// Issue 22: what the writer refuses, the reader refuses too.
+TEST(Safetensors, ReaderRejectsAnEmptyNameAsTheWriterDoes) {
+  EXPECT_TRUE(rejects(R"({"":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", {0, 0, 0, 0},
+                      {"at offset 12", "a tensor has an empty name"}));
+}
+
 TEST(Safetensors, LoadErrorsNameTheFile) {
   ScratchDir dir;
   EXPECT_TRUE(throws_with([&] { io::load_safetensors(dir.file("none.safetensors")); }, {"none.safetensors", "cannot open"}));
