@@ -1,6 +1,7 @@
 #include "io/json.h"
 
 #include <charconv>
+#include <utility>
 
 #include "convkit/core/error.h"
 
@@ -87,7 +88,7 @@ class Parser {
         const std::size_t key_at = pos_;
         std::string key = string();
         for (const auto& m : v.members) {
-          if (m.first == key) {
+          if (m.key == key) {
             pos_ = key_at;
             fail("duplicate key \"" + key + "\"");
           }
@@ -95,7 +96,7 @@ class Parser {
         space();
         if (pos_ >= text_.size() || text_[pos_] != ':') fail("expected ':' after a key");
         ++pos_;
-        v.members.emplace_back(std::move(key), value(depth + 1));
+        v.members.push_back({std::move(key), value(depth + 1)});
         space();
         if (pos_ < text_.size() && text_[pos_] == ',') {
           ++pos_;

@@ -14,7 +14,7 @@ TEST(Json, ReadsEveryKind) {
                                   "test");
   ASSERT_EQ(v.kind, Value::Kind::object);
   ASSERT_EQ(v.members.size(), 7u);
-  EXPECT_EQ(v.members[0].first, "n");  // order kept
+  EXPECT_EQ(v.members[0].key, "n");  // order kept
   EXPECT_EQ(v.find("n")->kind, Value::Kind::null);
   EXPECT_TRUE(v.find("t")->boolean);
   EXPECT_FALSE(v.find("f")->boolean);
