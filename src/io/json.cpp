@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <utility>
+#include <unordered_set>
 
 #include "convkit/core/error.h"
 
@@ -82,16 +83,16 @@ class Parser {
         ++pos_;
         return v;
       }
+      // A hash set: a 100 MB safetensors header may hold millions of keys.
+      std::unordered_set<std::string> keys;
       for (;;) {
         space();
         if (pos_ >= text_.size() || text_[pos_] != '"') fail("expected a string key");
         const std::size_t key_at = pos_;
         std::string key = string();
-        for (const auto& m : v.members) {
-          if (m.key == key) {
-            pos_ = key_at;
-            fail("duplicate key \"" + key + "\"");
-          }
+        if (!keys.insert(key).second) {
+          pos_ = key_at;
+          fail("duplicate key \"" + key + "\"");
         }
         space();
         if (pos_ >= text_.size() || text_[pos_] != ':') fail("expected ':' after a key");
