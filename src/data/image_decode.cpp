@@ -81,12 +81,13 @@ void decode_png_into(PngState* st) {
   const int depth = png_get_bit_depth(png, info);
   if (std::uint64_t{width} * height > kMaxPixels) png_error(png, "image too large");
   // To 8-bit RGB the way PIL's convert("RGB") does: high byte of 16-bit
-  // samples, palettes expanded, gray repeated, alpha (and tRNS) ignored.
+  // samples, palettes expanded, gray repeated, alpha ignored. A tRNS chunk
+  // turns into an alpha channel when a palette expands, so it goes too.
   if (depth == 16) png_set_strip_16(png);
   if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
   if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
-  if (color & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
+  if ((color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS)) png_set_strip_alpha(png);
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
   if (png_get_rowbytes(png, info) != std::size_t{width} * 3) png_error(png, "unexpected row layout");

@@ -106,6 +106,18 @@ TEST(ImageDecodeErrors, TruncatedCorruptOrUnknownNameFileAndOffset) {
                         "cannot open");
 }
 
+// Issue 22: palette expansion turns a tRNS chunk into an alpha channel,
+// which was never stripped ("unexpected row layout").
+TEST(ImageDecode, PalettedPngWithTransparencyBecomesRGB) {
+  const Bytes palette = {10, 20, 30, 40, 50, 60, 70, 80, 90};
+  const Bytes indices = {0, 1, 2, 1};
+  const Tensor image = data::decode_image(png_palette_bytes(2, 2, palette, {0, 128}, indices), "trns.png");
+  EXPECT_EQ(image.shape(), (Shape{3, 2, 2}));
+  EXPECT_EQ(image.to_vector<float>(), (std::vector<float>{10, 40, 70, 40, 20, 50, 80, 50, 30, 60, 90, 60}));
+  EXPECT_EQ(data::decode_image(png_palette_bytes(2, 2, palette, {}, indices), "plte.png").to_vector<float>(),
+            image.to_vector<float>());
+}
+
 TEST(ImageFolder, ClassesFromSortedSubfoldersAndFilesInOrder) {
   TempDir dir;
   write_bytes(dir.file("dogs/b.PNG"), png_bytes(3, 2, 4, rgb_samples(3, 2, 4)));
