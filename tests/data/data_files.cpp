@@ -115,6 +115,18 @@ Bytes png_palette_bytes(std::uint32_t width, std::uint32_t height, const Bytes& 
   return png_encode(width, height, PNG_COLOR_TYPE_PALETTE, 8, width, indices.data(), colours, alpha);
 }
 
+Bytes png_chunk(const std::string& type, const Bytes& data, std::int64_t length) {
+  const auto n = static_cast<std::uint32_t>(length < 0 ? static_cast<std::int64_t>(data.size()) : length);
+  Bytes out;
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(n >> shift));
+  Bytes body(type.begin(), type.end());
+  body.insert(body.end(), data.begin(), data.end());
+  out.insert(out.end(), body.begin(), body.end());
+  const auto crc = static_cast<std::uint32_t>(crc32(0, body.data(), static_cast<uInt>(body.size())));
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(crc >> shift));
+  return out;
+}
+
 Bytes jpeg_bytes(std::uint32_t width, std::uint32_t height, int components, const Bytes& samples) {
   jpeg_compress_struct cinfo;
   jpeg_error_mgr err;

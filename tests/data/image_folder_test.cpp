@@ -118,6 +118,27 @@ TEST(ImageDecode, PalettedPngWithTransparencyBecomesRGB) {
             image.to_vector<float>());
 }
 
+Bytes png_signature_and_header(std::uint32_t width, std::uint32_t height, std::uint8_t color_type) {
+  Bytes out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  Bytes ihdr;
+  for (std::uint32_t v : {width, height}) {
+    for (int shift = 24; shift >= 0; shift -= 8) ihdr.push_back(static_cast<std::uint8_t>(v >> shift));
+  }
+  ihdr.insert(ihdr.end(), {8, color_type, 0, 0, 0});
+  const Bytes chunk = png_chunk("IHDR", ihdr);
+  out.insert(out.end(), chunk.begin(), chunk.end());
+  return out;
+}
+
+// A chunk that claims 1.6 GB in a 60-byte file: libpng called the length
+// check's failure benign, ignored it, and allocated the 1.6 GB.
+TEST(ImageDecodeErrors, PngChunkClaimingGigabytesIsAnError) {
+  Bytes png = png_signature_and_header(1, 1, 0);
+  const Bytes ztxt = png_chunk("zTXt", {'C', 'o', 'm', 0, 0, 0x78, 0x9c}, 1600000000);
+  png.insert(png.end(), ztxt.begin(), ztxt.end());
+  EXPECT_ERROR_MENTIONS(data::decode_image(png, "ztxt.png"), "ztxt.png", "PNG", "chunk data is too large");
+}
+
 TEST(ImageFolder, ClassesFromSortedSubfoldersAndFilesInOrder) {
   TempDir dir;
   write_bytes(dir.file("dogs/b.PNG"), png_bytes(3, 2, 4, rgb_samples(3, 2, 4)));
