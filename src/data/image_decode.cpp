@@ -20,8 +20,21 @@ namespace {
 
 // Larger headers are corrupt (or hostile) rather than real training images.
 constexpr std::uint64_t kMaxPixels = std::uint64_t{1} << 26;
+// Deflate expands at most 1032-fold (a 258-byte match per 2 bits), so a PNG's
+// filtered rows can never take more than this many times its file size.
+constexpr std::uint64_t kMaxDeflateRatio = 1032;
 // Ancillary PNG chunks (all skipped) may still not claim more than this.
 constexpr png_alloc_size_t kMaxPngChunk = 8u << 20;
+
+// Messages are formatted into char arrays: a longjmp must not skip the
+// destructor of a std::string.
+using Message = char[160];
+
+void format_too_large(Message& text, std::uint64_t width, std::uint64_t height) {
+  std::snprintf(text, sizeof text, "image too large: %llux%llu pixels, more than %llu",
+                static_cast<unsigned long long>(width), static_cast<unsigned long long>(height),
+                static_cast<unsigned long long>(kMaxPixels));
+}
 
 struct Decoded {
   std::uint32_t width = 0, height = 0;
@@ -89,7 +102,21 @@ void decode_png_into(PngState* st) {
   const png_uint_32 height = png_get_image_height(png, info);
   const int color = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
-  if (std::uint64_t{width} * height > kMaxPixels) png_error(png, "image too large");
+  Message text;
+  if (std::uint64_t{width} * height > kMaxPixels) {
+    format_too_large(text, width, height);
+    png_error(png, text);
+  }
+  // The header alone must not buy a large buffer: the compressed rows (each
+  // a filter byte and its samples) must fit in the file at deflate's best.
+  const std::uint64_t row_bits = std::uint64_t{width} * png_get_channels(png, info) * static_cast<unsigned>(depth);
+  const std::uint64_t filtered = std::uint64_t{height} * (1 + (row_bits + 7) / 8);
+  if (filtered > kMaxDeflateRatio * st->size) {
+    std::snprintf(text, sizeof text, "a %ux%u image needs %llu bytes of rows, more than a %zu-byte file can hold",
+                  static_cast<unsigned>(width), static_cast<unsigned>(height),
+                  static_cast<unsigned long long>(filtered), st->size);
+    png_error(png, text);
+  }
   // To 8-bit RGB the way PIL's convert("RGB") does: high byte of 16-bit
   // samples, palettes expanded, gray repeated, alpha ignored. A tRNS chunk
   // turns into an alpha channel when a palette expands, so it goes too.

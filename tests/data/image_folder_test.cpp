@@ -139,6 +139,21 @@ TEST(ImageDecodeErrors, PngChunkClaimingGigabytesIsAnError) {
   EXPECT_ERROR_MENTIONS(data::decode_image(png, "ztxt.png"), "ztxt.png", "PNG", "chunk data is too large");
 }
 
+// 8192 x 8192 RGB in 100 bytes: the 192 MiB pixel buffer was allocated
+// before a single row was read.
+TEST(ImageDecodeErrors, PngHeaderClaimingMoreThanTheFileCanHoldIsAnError) {
+  Bytes png = png_signature_and_header(8192, 8192, 2);
+  for (const Bytes& chunk : {png_chunk("IDAT", {0x78, 0x9c, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01}),
+                             png_chunk("IEND", {})}) {
+    png.insert(png.end(), chunk.begin(), chunk.end());
+  }
+  EXPECT_ERROR_MENTIONS(data::decode_image(png, "big.png"), "big.png",
+                        "a 8192x8192 image needs 201334784 bytes of rows, more than a 66-byte file can hold");
+  // The bound is deflate's best ratio: a real, highly compressible image passes.
+  const Tensor flat = data::decode_image(png_bytes(1024, 1024, 1, Bytes(1024 * 1024, 7)), "flat.png");
+  EXPECT_EQ(flat.shape(), (Shape{3, 1024, 1024}));
+}
+
 TEST(ImageFolder, ClassesFromSortedSubfoldersAndFilesInOrder) {
   TempDir dir;
   write_bytes(dir.file("dogs/b.PNG"), png_bytes(3, 2, 4, rgb_samples(3, 2, 4)));
