@@ -23,6 +23,9 @@ constexpr std::uint64_t kMaxPixels = std::uint64_t{1} << 26;
 // Deflate expands at most 1032-fold (a 258-byte match per 2 bits), so a PNG's
 // filtered rows can never take more than this many times its file size.
 constexpr std::uint64_t kMaxDeflateRatio = 1032;
+// libjpeg's working memory: a progressive 4:4:4 image of kMaxPixels keeps
+// 384 MiB of coefficients.
+constexpr long kMaxJpegMemory = 512L << 20;
 // Ancillary PNG chunks (all skipped) may still not claim more than this.
 constexpr png_alloc_size_t kMaxPngChunk = 8u << 20;
 
@@ -193,15 +196,21 @@ void decode_jpeg_into(JpegState* st, const std::uint8_t* data) {
   }
   jpeg_decompress_struct* cinfo = &st->cinfo;
   jpeg_mem_src(cinfo, data, static_cast<unsigned long>(st->size));
+  // Beyond this libjpeg fails rather than allocate (it has no backing store).
+  cinfo->mem->max_memory_to_use = kMaxJpegMemory;
   jpeg_read_header(cinfo, TRUE);
+  // Before jpeg_start_decompress, which allocates for the whole image (and,
+  // for a progressive one, reads the whole file).
+  if (std::uint64_t{cinfo->image_width} * cinfo->image_height > kMaxPixels) {
+    Message text;
+    format_too_large(text, cinfo->image_width, cinfo->image_height);
+    jpeg_fail(st, text);
+  }
   if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK) {
     jpeg_fail(st, "CMYK JPEG images are not supported");
   }
   cinfo->out_color_space = JCS_RGB;  // from gray and YCbCr alike
   jpeg_start_decompress(cinfo);
-  if (std::uint64_t{cinfo->output_width} * cinfo->output_height > kMaxPixels) {
-    jpeg_fail(st, "image too large");
-  }
   if (cinfo->output_components != 3) jpeg_fail(st, "unexpected component count");
   const std::size_t stride = std::size_t{cinfo->output_width} * 3;
   st->out->rgb.resize(stride * cinfo->output_height);

@@ -127,7 +127,8 @@ Bytes png_chunk(const std::string& type, const Bytes& data, std::int64_t length)
   return out;
 }
 
-Bytes jpeg_bytes(std::uint32_t width, std::uint32_t height, int components, const Bytes& samples) {
+Bytes jpeg_bytes(std::uint32_t width, std::uint32_t height, int components, const Bytes& samples,
+                 bool progressive) {
   jpeg_compress_struct cinfo;
   jpeg_error_mgr err;
   cinfo.err = jpeg_std_error(&err);
@@ -141,6 +142,7 @@ Bytes jpeg_bytes(std::uint32_t width, std::uint32_t height, int components, cons
   cinfo.in_color_space = components == 3 ? JCS_RGB : JCS_GRAYSCALE;
   jpeg_set_defaults(&cinfo);
   jpeg_set_quality(&cinfo, 100, TRUE);
+  if (progressive) jpeg_simple_progression(&cinfo);
   jpeg_start_compress(&cinfo, TRUE);
   while (cinfo.next_scanline < cinfo.image_height) {
     JSAMPROW row = const_cast<JSAMPROW>(samples.data() + cinfo.next_scanline * width * components);

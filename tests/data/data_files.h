@@ -43,8 +43,10 @@ Bytes png_palette_bytes(std::uint32_t width, std::uint32_t height, const Bytes& 
 // One PNG chunk as it lies in a file: length, type, data, CRC. `length`
 // overrides the written length (a chunk that claims more than it holds).
 Bytes png_chunk(const std::string& type, const Bytes& data, std::int64_t length = -1);
-// Baseline JPEG, quality 100, of interleaved RGB (components 3) or gray (1).
-Bytes jpeg_bytes(std::uint32_t width, std::uint32_t height, int components, const Bytes& samples);
+// Baseline (or progressive) JPEG, quality 100, of interleaved RGB
+// (components 3) or gray (1).
+Bytes jpeg_bytes(std::uint32_t width, std::uint32_t height, int components, const Bytes& samples,
+                 bool progressive = false);
 
 // gtest: the exception's message contains every part.
 #define EXPECT_ERROR_MENTIONS(stmt, ...)                                            \

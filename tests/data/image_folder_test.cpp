@@ -154,6 +154,28 @@ TEST(ImageDecodeErrors, PngHeaderClaimingMoreThanTheFileCanHoldIsAnError) {
   EXPECT_EQ(flat.shape(), (Shape{3, 1024, 1024}));
 }
 
+// The pixel limit is checked right after the header, before
+// jpeg_start_decompress allocates for the image: for a progressive JPEG it
+// allocated every coefficient (512 MiB here) and read the whole file first.
+TEST(ImageDecodeErrors, JpegHeaderClaimingTooManyPixelsIsAnErrorAtTheHeader) {
+  Bytes jpg = jpeg_bytes(8, 8, 1, Bytes(64, 100), true);
+  const auto marker = [&](std::uint8_t code) {
+    std::size_t at = 0;
+    while (at + 1 < jpg.size() && !(jpg[at] == 0xFF && jpg[at + 1] == code)) ++at;
+    return at;
+  };
+  const std::size_t sof = marker(0xC2), sos = marker(0xDA);
+  ASSERT_LT(sos + 4, jpg.size());
+  for (std::size_t at : {sof + 5, sof + 7}) {  // height, then width: 16384 each
+    jpg[at] = 0x40;
+    jpg[at + 1] = 0x00;
+  }
+  const std::size_t header_end = sos + 2 + (std::size_t{jpg[sos + 2]} << 8) + jpg[sos + 3];
+  EXPECT_ERROR_MENTIONS(data::decode_image(jpg, "big.jpg"), "big.jpg", "JPEG",
+                        "image too large: 16384x16384 pixels, more than 67108864",
+                        "at byte offset " + std::to_string(header_end));
+}
+
 TEST(ImageFolder, ClassesFromSortedSubfoldersAndFilesInOrder) {
   TempDir dir;
   write_bytes(dir.file("dogs/b.PNG"), png_bytes(3, 2, 4, rgb_samples(3, 2, 4)));
