@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdio>  // before jpeglib.h, which uses FILE and size_t without including them
 #include <cstring>
+#include <new>
 
 #include <jpeglib.h>
 #include <png.h>
@@ -149,7 +150,13 @@ void decode_png(const std::uint8_t* data, std::size_t size, Decoded* out) {
   st.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &st, &png_on_error, &png_on_warning);
   st.info = st.png ? png_create_info_struct(st.png) : nullptr;
   if (st.png && st.info) {
-    decode_png_into(&st);
+    try {
+      decode_png_into(&st);
+    } catch (const std::bad_alloc&) {  // the pixel buffer; libpng's state is still freed below
+      out->failed = true;
+      out->fail_offset = st.pos;
+      set_message(out, "out of memory allocating the pixels");
+    }
   } else {
     out->failed = true;
     set_message(out, "libpng could not allocate its state");
@@ -235,7 +242,13 @@ void decode_jpeg(const std::uint8_t* data, std::size_t size, Decoded* out) {
     out->failed = true;
   } else {
     jpeg_create_decompress(&st.cinfo);
-    decode_jpeg_into(&st, data);
+    try {
+      decode_jpeg_into(&st, data);
+    } catch (const std::bad_alloc&) {  // the pixel buffer; libjpeg's state is still freed below
+      out->failed = true;
+      out->fail_offset = jpeg_offset(st);
+      set_message(out, "out of memory allocating the pixels");
+    }
   }
   jpeg_destroy_decompress(&st.cinfo);
 }
