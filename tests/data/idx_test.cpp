@@ -179,6 +179,19 @@ TEST(IdxErrors, ZeroDimensionAndHugeHeader) {
   EXPECT_ERROR_MENTIONS(read_idx(dir.file("huge")), "truncated", dir.file("huge"));
 }
 
+// Issue 22: gunzip had no cap; 1 MB of gzip holds a gigabyte. A gzipped
+// IDX file stops decompressing past what its header declares.
+TEST(IdxErrors, GzipDecompressingPastTheHeaderSizeStopsThere) {
+  TempDir dir;
+  write_bytes(dir.file("bomb.gz"), gzip(idx_bytes({2}, Bytes(std::size_t{8} << 20, 0))));
+  EXPECT_ERROR_MENTIONS(read_idx(dir.file("bomb.gz")), dir.file("bomb.gz"),
+                        "decompresses to more than 10 bytes, the most this IDX file can hold",
+                        "of the gzip-compressed file");
+  // Exactly the declared size reads.
+  write_bytes(dir.file("ok.gz"), gzip(idx_bytes({3, 2}, Bytes{1, 2, 3, 4, 5, 6})));
+  EXPECT_EQ(read_idx(dir.file("ok.gz")).data, (std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6}));
+}
+
 TEST(IdxErrors, CorruptAndTruncatedGzip) {
   TempDir dir;
   const Bytes zipped = gzip(generate(50, 8, 8).images);
