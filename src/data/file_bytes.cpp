@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 
 namespace convkit::data::detail {
 
@@ -113,12 +114,16 @@ FileBytes read_file(const std::string& path, const std::string& kind, const Size
   FileBytes f;
   f.kind = kind;
   f.path = path;
-  std::vector<std::uint8_t> raw = read_raw(path, kind);
-  if (has_gzip_magic(raw.data(), raw.size())) {
-    f.gzipped = true;
-    f.bytes = gunzip(raw, path, kind, limit);
-  } else {
-    f.bytes = std::move(raw);
+  try {
+    std::vector<std::uint8_t> raw = read_raw(path, kind);
+    if (has_gzip_magic(raw.data(), raw.size())) {
+      f.gzipped = true;
+      f.bytes = gunzip(raw, path, kind, limit);
+    } else {
+      f.bytes = std::move(raw);
+    }
+  } catch (const std::bad_alloc&) {
+    CK_FAIL(kind, " '", path, "': out of memory while ", f.gzipped ? "decompressing" : "reading", " it");
   }
   return f;
 }

@@ -35,6 +35,7 @@ using SizeLimit = std::function<std::uint64_t(const std::uint8_t* data, std::siz
 // The raw bytes of a file; throws Error naming it when it cannot be read.
 std::vector<std::uint8_t> read_raw(const std::string& path, const std::string& kind);
 // read_raw, then gunzip when the bytes start with the gzip magic 1f 8b.
+// Running out of memory is an Error naming the file, not std::bad_alloc.
 FileBytes read_file(const std::string& path, const std::string& kind, const SizeLimit& limit);
 // Inflates every gzip member of `compressed`, failing once the output passes
 // `limit`; errors give the offset in the compressed bytes.

@@ -1,11 +1,9 @@
 // Damaged checkpoints: each kind of damage gives a convkit::Error naming the
 // file, the byte offset and what is wrong; and no damage goes unnoticed.
-#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#include <cstdlib>
-
+#include "data/memory_limit.h"
 #include "io/io_testing.h"
 
 namespace convkit {
@@ -288,13 +286,7 @@ TEST(CheckpointErrors, RepeatedTensorNameAmongManyIsFound) {
 // not std::bad_alloc escaping to std::terminate. The child process limits
 // its address space and reads a (sparse) file whose SPEC section claims 3 GiB.
 TEST(CheckpointErrorsDeathTest, OutOfMemoryIsAnError) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "sanitizers reserve more address space than the limit leaves";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  GTEST_SKIP() << "sanitizers reserve more address space than the limit leaves";
-#endif
-#endif
+  if (!testing::kAddressSpaceLimitWorks) GTEST_SKIP() << "sanitizers need more address space than the limit leaves";
   ScratchDir dir;
   const std::string path = dir.file("huge.ckpt");
   const std::uint64_t claimed = std::uint64_t{3} << 30;
@@ -305,28 +297,10 @@ TEST(CheckpointErrorsDeathTest, OutOfMemoryIsAnError) {
   io_testing::write_bytes(path, std::vector<unsigned char>(head.begin(), head.end()));
   ASSERT_EQ(truncate(path.c_str(), static_cast<off_t>(head.size() + claimed + 4)), 0);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        rlimit limit{};
-        getrlimit(RLIMIT_AS, &limit);
-        long pages = 0;
-        std::FILE* statm = std::fopen("/proc/self/statm", "r");
-        if (statm == nullptr || std::fscanf(statm, "%ld", &pages) != 1) std::_Exit(3);
-        std::fclose(statm);
-        limit.rlim_cur = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{1} << 30);
-        if (setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(4);
-        try {
-          io::load_checkpoint(path);
-        } catch (const Error& e) {
-          const std::string what = e.what();
-          std::_Exit(what.find("out of memory allocating 3221225472 bytes for the model spec section") !=
-                             std::string::npos
-                         ? 0
-                         : 5);
-        }
-        std::_Exit(6);
-      },
-      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(testing::exit_after_body_under_memory_limit(
+                  std::uint64_t{1} << 30, [&] { io::load_checkpoint(path); },
+                  "at offset 24: out of memory allocating 3221225472 bytes for the model spec section"),
+              ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
