@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "data_files.h"
+#include "memory_limit.h"
 
 namespace convkit::testing {
 namespace {
@@ -174,6 +175,19 @@ TEST(ImageDecodeErrors, JpegHeaderClaimingTooManyPixelsIsAnErrorAtTheHeader) {
   EXPECT_ERROR_MENTIONS(data::decode_image(jpg, "big.jpg"), "big.jpg", "JPEG",
                         "image too large: 16384x16384 pixels, more than 67108864",
                         "at byte offset " + std::to_string(header_end));
+}
+
+// Running out of memory for the pixels is a decoding error naming the
+// file, not std::bad_alloc past libpng's state: a 4096 x 4096 PNG (48 MiB
+// of RGB) decoded with 32 MiB of address space to spare.
+TEST(ImageDecodeErrorsDeathTest, OutOfMemoryForThePixelsIsAnError) {
+  if (!kAddressSpaceLimitWorks) GTEST_SKIP() << "sanitizers need more address space than the limit leaves";
+  const Bytes png = png_bytes(4096, 4096, 1, Bytes(std::size_t{16} << 20, 9));
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(exit_after_body_under_memory_limit(
+                  std::uint64_t{32} << 20, [&] { data::decode_image(png, "large.png"); },
+                  "image 'large.png': PNG decoding failed (out of memory allocating the pixels)"),
+              ::testing::ExitedWithCode(0), "");
 }
 
 TEST(ImageFolder, ClassesFromSortedSubfoldersAndFilesInOrder) {
