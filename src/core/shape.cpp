@@ -11,6 +11,11 @@ std::int64_t Shape::at(std::int64_t i) const {
   return dims_[static_cast<std::size_t>(wrap_dim(i, rank(), "Shape::at"))];
 }
 
+void Shape::too_large() const {
+  CK_FAIL("shape ", str(), ": the product of its non-zero dimensions exceeds 2^62 (",
+          kMaxShapeProduct, "); no tensor can have it");
+}
+
 std::string Shape::str() const {
   std::ostringstream os;
   os << '[';
@@ -20,6 +25,7 @@ std::string Shape::str() const {
 }
 
 std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
+  shape.numel();  // throws for a shape whose strides would overflow
   std::vector<std::int64_t> strides(shape.size());
   std::int64_t s = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {

@@ -19,9 +19,12 @@ using autograd::SavedTensor;
 
 Tensor Tensor::empty(const Shape& shape, TensorOptions opts) {
   for (auto d : shape) CK_CHECK(d >= 0, "empty: negative dimension in shape ", shape);
+  const auto element_bytes = static_cast<std::int64_t>(dtype_size(opts.dtype_));
+  const std::int64_t numel = shape.numel();
+  CK_CHECK(numel <= Shape::kMaxShapeProduct / element_bytes, "empty: shape ", shape, " of ", opts.dtype_,
+           " would take ", numel, " x ", element_bytes, " bytes, more than 2^62");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = Storage::allocate(static_cast<std::size_t>(shape.numel()) * dtype_size(opts.dtype_),
-                                    opts.device_);
+  impl->storage = Storage::allocate(static_cast<std::size_t>(numel * element_bytes), opts.device_);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = opts.dtype_;

@@ -70,7 +70,15 @@ void aligned_free(void* p) { std::free(p); }
 // step (docs/performance.md, step 22). Under AddressSanitizer every block
 // comes straight from aligned_alloc, so that a use after free or a read past
 // the requested size is still caught.
+// GCC defines __SANITIZE_ADDRESS__; clang only answers __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
+#define CONVKIT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CONVKIT_ASAN 1
+#endif
+#endif
+#if defined(CONVKIT_ASAN)
 constexpr bool kCacheBlocks = false;
 #else
 constexpr bool kCacheBlocks = true;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 
 namespace convkit::data::detail {
 
@@ -41,7 +42,7 @@ bool has_gzip_magic(const std::uint8_t* p, std::size_t n) {
 }  // namespace
 
 std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& compressed,
-                                 const std::string& path, const std::string& kind) {
+                                 const std::string& path, const std::string& kind, const SizeLimit& limit) {
   auto fail = [&](std::size_t offset, const std::string& what) {
     CK_FAIL(kind, " '", path, "': ", what, " at byte offset ", offset,
             " of the gzip-compressed file");
@@ -51,12 +52,17 @@ std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& compressed,
   CK_CHECK(inflateInit2(&zs, 15 + 16) == Z_OK, kind, " '", path, "': zlib failed to initialise");
   std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&zs, &inflateEnd);
 
-  // The trailer's ISIZE (length mod 2^32) sizes the output when plausible.
+  // The trailer's ISIZE (length mod 2^32) sizes the output when plausible,
+  // up to 64 MiB: it is unchecked until the end, and the limit may shrink
+  // once a header is in.
   std::vector<std::uint8_t> out;
+  std::uint64_t most = limit(nullptr, 0);
   if (compressed.size() >= 18) {
     const std::uint8_t* t = compressed.data() + compressed.size() - 4;
     const std::uint64_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (std::uint64_t{t[3]} << 24);
-    if (isize <= 1100 * std::uint64_t{compressed.size()}) out.resize(isize + 1);
+    if (isize <= 1100 * std::uint64_t{compressed.size()} && isize <= std::min<std::uint64_t>(most, 64u << 20)) {
+      out.resize(isize + 1);
+    }
   }
   if (out.size() < (1u << 16)) out.resize(1u << 16);
 
@@ -64,13 +70,21 @@ std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& compressed,
   for (;;) {
     zs.next_in = const_cast<Bytef*>(compressed.data() + consumed);
     zs.avail_in = static_cast<uInt>(std::min<std::size_t>(compressed.size() - consumed, UINT_MAX));
-    if (out.size() - produced < (1u << 16)) out.resize(out.size() * 2);
+    // Grow by doubling, but never to more than a chunk past the limit.
+    if (out.size() - produced < (1u << 16)) {
+      out.resize(static_cast<std::size_t>(std::min<std::uint64_t>(out.size() * 2, most + (1u << 17))));
+    }
     zs.next_out = out.data() + produced;
     zs.avail_out = static_cast<uInt>(std::min<std::size_t>(out.size() - produced, UINT_MAX));
     const uInt in_before = zs.avail_in, out_before = zs.avail_out;
     const int ret = inflate(&zs, Z_NO_FLUSH);
     consumed += in_before - zs.avail_in;
     produced += out_before - zs.avail_out;
+    most = limit(out.data(), produced);
+    if (produced > most) {
+      fail(consumed, convkit::detail::concat("the data decompresses to more than ", most,
+                                             " bytes, the most this ", kind, " can hold (docs/data.md)"));
+    }
     if (ret == Z_STREAM_END) {
       if (consumed == compressed.size()) break;
       // Concatenated gzip members decompress to the concatenation (RFC 1952).
@@ -96,16 +110,20 @@ std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& compressed,
   return out;
 }
 
-FileBytes read_file(const std::string& path, const std::string& kind) {
+FileBytes read_file(const std::string& path, const std::string& kind, const SizeLimit& limit) {
   FileBytes f;
   f.kind = kind;
   f.path = path;
-  std::vector<std::uint8_t> raw = read_raw(path, kind);
-  if (has_gzip_magic(raw.data(), raw.size())) {
-    f.gzipped = true;
-    f.bytes = gunzip(raw, path, kind);
-  } else {
-    f.bytes = std::move(raw);
+  try {
+    std::vector<std::uint8_t> raw = read_raw(path, kind);
+    if (has_gzip_magic(raw.data(), raw.size())) {
+      f.gzipped = true;
+      f.bytes = gunzip(raw, path, kind, limit);
+    } else {
+      f.bytes = std::move(raw);
+    }
+  } catch (const std::bad_alloc&) {
+    CK_FAIL(kind, " '", path, "': out of memory while ", f.gzipped ? "decompressing" : "reading", " it");
   }
   return f;
 }

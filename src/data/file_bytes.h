@@ -3,6 +3,7 @@
 // bytes and errors that name the file and the byte offset.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,14 +27,20 @@ struct FileBytes {
   }
 };
 
+// The most bytes a file may decompress to, given the bytes decompressed so
+// far (an IDX header declares its size). Gzip alone bounds nothing useful:
+// deflate expands up to 1032-fold, so 10 MB of it can hold 10 GB.
+using SizeLimit = std::function<std::uint64_t(const std::uint8_t* data, std::size_t size)>;
+
 // The raw bytes of a file; throws Error naming it when it cannot be read.
 std::vector<std::uint8_t> read_raw(const std::string& path, const std::string& kind);
 // read_raw, then gunzip when the bytes start with the gzip magic 1f 8b.
-FileBytes read_file(const std::string& path, const std::string& kind);
-// Inflates every gzip member of `compressed`; errors give the offset in the
-// compressed bytes.
+// Running out of memory is an Error naming the file, not std::bad_alloc.
+FileBytes read_file(const std::string& path, const std::string& kind, const SizeLimit& limit);
+// Inflates every gzip member of `compressed`, failing once the output passes
+// `limit`; errors give the offset in the compressed bytes.
 std::vector<std::uint8_t> gunzip(const std::vector<std::uint8_t>& compressed,
-                                 const std::string& path, const std::string& kind);
+                                 const std::string& path, const std::string& kind, const SizeLimit& limit);
 
 // Sequential big-endian reads with bounds checks against a FileBytes.
 class ByteReader {

@@ -1,6 +1,7 @@
 // IDX reader and the MNIST-layout datasets built on it.
 #include "convkit/data/idx.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "data/file_bytes.h"
@@ -11,6 +12,8 @@ namespace convkit::data {
 namespace {
 
 constexpr std::uint8_t kUnsignedByte = 0x08;
+// The largest gzipped IDX file read (4 GiB; EMNIST's largest is 547 MB).
+constexpr std::uint64_t kMaxIdxBytes = std::uint64_t{1} << 32;
 
 bool is_idx_type(std::uint8_t t) {
   return t == 0x08 || t == 0x09 || t == 0x0B || t == 0x0C || t == 0x0D || t == 0x0E;
@@ -59,6 +62,27 @@ IdxArray parse_idx(const detail::FileBytes& file) {
   return array;
 }
 
+// What a gzipped IDX file may decompress to: what its header declares, once
+// the header is in; before that, kMaxIdxBytes.
+std::uint64_t idx_size_limit(const std::uint8_t* data, std::size_t size) {
+  if (size < 4) return kMaxIdxBytes;
+  const std::uint64_t header = 4 + 4 * std::uint64_t{data[3]};
+  if (size < header) return kMaxIdxBytes;
+  std::uint64_t elements = 1;
+  for (std::uint64_t at = 4; at < header; at += 4) {
+    const std::uint64_t dim = (std::uint64_t{data[at]} << 24) | (std::uint64_t{data[at + 1]} << 16) |
+                              (std::uint64_t{data[at + 2]} << 8) | data[at + 3];
+    if (dim == 0) return header;  // parse_idx names the zero
+    if (dim > kMaxIdxBytes / elements) return kMaxIdxBytes;
+    elements *= dim;
+  }
+  return std::min(header + elements, kMaxIdxBytes);
+}
+
+detail::FileBytes read_idx_file(const std::string& path) {
+  return detail::read_file(path, "IDX file", idx_size_limit);
+}
+
 std::string dims_text(const std::vector<std::int64_t>& dims) {
   return Shape(dims).str();
 }
@@ -80,7 +104,7 @@ std::string split_prefix(Split split) { return split == Split::train ? "train" :
 }  // namespace
 
 IdxArray read_idx(const std::string& path) {
-  return parse_idx(detail::read_file(path, "IDX file"));
+  return parse_idx(read_idx_file(path));
 }
 
 IdxDataset::IdxDataset(const std::string& images_path, const std::string& labels_path,
@@ -90,13 +114,13 @@ IdxDataset::IdxDataset(const std::string& images_path, const std::string& labels
            num_classes);
   CK_CHECK(class_names_.empty() || static_cast<std::int64_t>(class_names_.size()) == num_classes,
            "IdxDataset: ", class_names_.size(), " class names for ", num_classes, " classes");
-  const detail::FileBytes image_file = detail::read_file(images_path, "IDX file");
+  const detail::FileBytes image_file = read_idx_file(images_path);
   IdxArray images = parse_idx(image_file);
   if (images.dims.size() != 3) {
     image_file.fail(3, "expected images of rank 3 [N, H, W], got rank ", images.dims.size(), " ",
                     dims_text(images.dims));
   }
-  const detail::FileBytes label_file = detail::read_file(labels_path, "IDX file");
+  const detail::FileBytes label_file = read_idx_file(labels_path);
   IdxArray labels = parse_idx(label_file);
   if (labels.dims.size() != 1) {
     label_file.fail(3, "expected labels of rank 1 [N], got rank ", labels.dims.size(), " ",

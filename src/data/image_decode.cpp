@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdio>  // before jpeglib.h, which uses FILE and size_t without including them
 #include <cstring>
+#include <new>
 
 #include <jpeglib.h>
 #include <png.h>
@@ -20,6 +21,24 @@ namespace {
 
 // Larger headers are corrupt (or hostile) rather than real training images.
 constexpr std::uint64_t kMaxPixels = std::uint64_t{1} << 26;
+// Deflate expands at most 1032-fold (a 258-byte match per 2 bits), so a PNG's
+// filtered rows can never take more than this many times its file size.
+constexpr std::uint64_t kMaxDeflateRatio = 1032;
+// libjpeg's working memory: a progressive 4:4:4 image of kMaxPixels keeps
+// 384 MiB of coefficients.
+constexpr long kMaxJpegMemory = 512L << 20;
+// Ancillary PNG chunks (all skipped) may still not claim more than this.
+constexpr png_alloc_size_t kMaxPngChunk = 8u << 20;
+
+// Messages are formatted into char arrays: a longjmp must not skip the
+// destructor of a std::string.
+using Message = char[160];
+
+void format_too_large(Message& text, std::uint64_t width, std::uint64_t height) {
+  std::snprintf(text, sizeof text, "image too large: %llux%llu pixels, more than %llu",
+                static_cast<unsigned long long>(width), static_cast<unsigned long long>(height),
+                static_cast<unsigned long long>(kMaxPixels));
+}
 
 struct Decoded {
   std::uint32_t width = 0, height = 0;
@@ -62,7 +81,8 @@ void png_on_error(png_structp png, png_const_charp message) {
   png_longjmp(png, 1);
 }
 
-// Warnings (odd colour profiles and the like) leave the pixels intact.
+// Warnings (a bad CRC in a skipped chunk and the like) leave the pixels
+// intact; what libpng calls benign errors are made errors instead.
 void png_on_warning(png_structp, png_const_charp) {}
 
 void decode_png_into(PngState* st) {
@@ -74,19 +94,41 @@ void decode_png_into(PngState* st) {
   png_structp png = st->png;
   png_infop info = st->info;
   png_set_read_fn(png, st, &png_read_bytes);
+  // Only the chunks that make the pixels are read: text, ICC profiles and the
+  // rest are skipped unread. A chunk longer than kMaxPngChunk is an error, not
+  // (libpng's default for this "benign" error) a warning followed by
+  // allocating it: 123 bytes claiming a 1.6 GB zTXt took 1.6 GB.
+  png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, nullptr, -1);
+  png_set_chunk_malloc_max(png, kMaxPngChunk);
+  png_set_benign_errors(png, 0);
   png_read_info(png, info);
   const png_uint_32 width = png_get_image_width(png, info);
   const png_uint_32 height = png_get_image_height(png, info);
   const int color = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
-  if (std::uint64_t{width} * height > kMaxPixels) png_error(png, "image too large");
+  Message text;
+  if (std::uint64_t{width} * height > kMaxPixels) {
+    format_too_large(text, width, height);
+    png_error(png, text);
+  }
+  // The header alone must not buy a large buffer: the compressed rows (each
+  // a filter byte and its samples) must fit in the file at deflate's best.
+  const std::uint64_t row_bits = std::uint64_t{width} * png_get_channels(png, info) * static_cast<unsigned>(depth);
+  const std::uint64_t filtered = std::uint64_t{height} * (1 + (row_bits + 7) / 8);
+  if (filtered > kMaxDeflateRatio * st->size) {
+    std::snprintf(text, sizeof text, "a %ux%u image needs %llu bytes of rows, more than a %zu-byte file can hold",
+                  static_cast<unsigned>(width), static_cast<unsigned>(height),
+                  static_cast<unsigned long long>(filtered), st->size);
+    png_error(png, text);
+  }
   // To 8-bit RGB the way PIL's convert("RGB") does: high byte of 16-bit
-  // samples, palettes expanded, gray repeated, alpha (and tRNS) ignored.
+  // samples, palettes expanded, gray repeated, alpha ignored. A tRNS chunk
+  // turns into an alpha channel when a palette expands, so it goes too.
   if (depth == 16) png_set_strip_16(png);
   if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
   if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
-  if (color & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
+  if ((color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS)) png_set_strip_alpha(png);
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
   if (png_get_rowbytes(png, info) != std::size_t{width} * 3) png_error(png, "unexpected row layout");
@@ -108,7 +150,13 @@ void decode_png(const std::uint8_t* data, std::size_t size, Decoded* out) {
   st.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &st, &png_on_error, &png_on_warning);
   st.info = st.png ? png_create_info_struct(st.png) : nullptr;
   if (st.png && st.info) {
-    decode_png_into(&st);
+    try {
+      decode_png_into(&st);
+    } catch (const std::bad_alloc&) {  // the pixel buffer; libpng's state is still freed below
+      out->failed = true;
+      out->fail_offset = st.pos;
+      set_message(out, "out of memory allocating the pixels");
+    }
   } else {
     out->failed = true;
     set_message(out, "libpng could not allocate its state");
@@ -155,15 +203,21 @@ void decode_jpeg_into(JpegState* st, const std::uint8_t* data) {
   }
   jpeg_decompress_struct* cinfo = &st->cinfo;
   jpeg_mem_src(cinfo, data, static_cast<unsigned long>(st->size));
+  // Beyond this libjpeg fails rather than allocate (it has no backing store).
+  cinfo->mem->max_memory_to_use = kMaxJpegMemory;
   jpeg_read_header(cinfo, TRUE);
+  // Before jpeg_start_decompress, which allocates for the whole image (and,
+  // for a progressive one, reads the whole file).
+  if (std::uint64_t{cinfo->image_width} * cinfo->image_height > kMaxPixels) {
+    Message text;
+    format_too_large(text, cinfo->image_width, cinfo->image_height);
+    jpeg_fail(st, text);
+  }
   if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK) {
     jpeg_fail(st, "CMYK JPEG images are not supported");
   }
   cinfo->out_color_space = JCS_RGB;  // from gray and YCbCr alike
   jpeg_start_decompress(cinfo);
-  if (std::uint64_t{cinfo->output_width} * cinfo->output_height > kMaxPixels) {
-    jpeg_fail(st, "image too large");
-  }
   if (cinfo->output_components != 3) jpeg_fail(st, "unexpected component count");
   const std::size_t stride = std::size_t{cinfo->output_width} * 3;
   st->out->rgb.resize(stride * cinfo->output_height);
@@ -188,7 +242,13 @@ void decode_jpeg(const std::uint8_t* data, std::size_t size, Decoded* out) {
     out->failed = true;
   } else {
     jpeg_create_decompress(&st.cinfo);
-    decode_jpeg_into(&st, data);
+    try {
+      decode_jpeg_into(&st, data);
+    } catch (const std::bad_alloc&) {  // the pixel buffer; libjpeg's state is still freed below
+      out->failed = true;
+      out->fail_offset = jpeg_offset(st);
+      set_message(out, "out of memory allocating the pixels");
+    }
   }
   jpeg_destroy_decompress(&st.cinfo);
 }

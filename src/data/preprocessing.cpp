@@ -105,6 +105,8 @@ Preprocessing& Preprocessing::resize(std::int64_t height, std::int64_t width,
                                      Interpolation interpolation) {
   CK_CHECK(height > 0 && width > 0, "Preprocessing::resize: size must be positive, got ", height,
            "x", width);
+  CK_CHECK(height <= kMaxResizePixels / width, "Preprocessing::resize: ", height, "x", width,
+           " is more than kMaxResizePixels (", kMaxResizePixels, " pixels, 4096x4096)");
   height_ = height;
   width_ = width;
   interpolation_ = interpolation;
@@ -214,11 +216,15 @@ Preprocessing Preprocessing::parse(const std::string& text) {
 
   Preprocessing p;
   if (auto it = values.find("channels"); it != values.end()) {
-    const auto& [v, line] = it->second;
+    // Named references, not a structured binding: clang before 16 cannot
+    // capture those in the lambdas below.
+    const std::string& v = it->second.first;
+    const int line = it->second.second;
     apply_at(line, [&] { p.channels(parse_int(v, line, "channels")); });
   }
   if (auto it = values.find("resize"); it != values.end()) {
-    const auto& [v, line] = it->second;
+    const std::string& v = it->second.first;
+    const int line = it->second.second;
     const std::size_t x = v.find('x');
     if (x == std::string::npos) parse_fail(line, "resize: expected HEIGHTxWIDTH, got '", v, "'");
     Interpolation interpolation = Interpolation::bilinear;
@@ -233,7 +239,8 @@ Preprocessing Preprocessing::parse(const std::string& text) {
     parse_fail(in->second.second, "interpolation without resize");
   }
   if (auto it = values.find("rescale"); it != values.end()) {
-    const auto& [v, line] = it->second;
+    const std::string& v = it->second.first;
+    const int line = it->second.second;
     apply_at(line, [&] { p.rescale(parse_double(v, line, "rescale")); });
   }
   const auto mean = values.find("mean"), stddev = values.find("std");

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <new>
 
 #include "convkit/core/error.h"
 
@@ -89,7 +90,13 @@ void FileReader::read(void* dst, std::size_t n, const std::string& what) {
 
 std::vector<unsigned char> FileReader::read_bytes(std::size_t n, const std::string& what) {
   if (n > remaining()) read(nullptr, n, what);  // throws the truncation error before allocating
-  std::vector<unsigned char> out(n);
+  std::vector<unsigned char> out;
+  try {
+    out.resize(n);
+  } catch (const std::bad_alloc&) {
+    // A large file on a small machine: an error, not std::terminate.
+    fail_at(offset_, "out of memory allocating " + std::to_string(n) + " bytes for " + what);
+  }
   read(out.data(), n, what);
   return out;
 }

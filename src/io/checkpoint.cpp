@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <set>
+#include <unordered_set>
 
 #include "convkit/core/error.h"
 #include "convkit/nn/model_spec.h"
@@ -189,6 +190,7 @@ class Reader {
 
     Checkpoint ck;
     std::set<std::string> seen;
+    std::unordered_set<std::string> model_names, optimizer_names;
     for (;;) {
       const std::uint64_t at = file_.offset();
       if (file_.remaining() == 0) {
@@ -211,10 +213,10 @@ class Reader {
 
       if (std::memcmp(tag, kTensor, 4) == 0) {
         ck.model_state.push_back(read_tensor(at, length, "model"));
-        check_unique(ck.model_state, at);
+        check_unique(model_names, ck.model_state.back().first, at);
       } else if (std::memcmp(tag, kOptTensor, 4) == 0) {
         ck.optimizer_state.push_back(read_tensor(at, length, "optimizer"));
-        check_unique(ck.optimizer_state, at);
+        check_unique(optimizer_names, ck.optimizer_state.back().first, at);
       } else if (std::memcmp(tag, kEnd, 4) == 0) {
         read_payload(at, length, "END");
         break;
@@ -240,8 +242,12 @@ class Reader {
       } else if (std::memcmp(tag, kMeta, 4) == 0) {
         Payload p = read_payload(at, length, "metadata");
         const std::uint32_t count = p.u32("the metadata count");
+        std::unordered_set<std::string> keys;
         for (std::uint32_t i = 0; i < count; ++i) {
+          const std::uint64_t key_at = p.offset();
           std::string key = p.string("a metadata key");
+          // save_checkpoint refuses duplicates; a file with them was not written by it.
+          if (!keys.insert(key).second) file_.fail_at(key_at, "metadata key '" + key + "' appears twice");
           std::string value = p.string("a metadata value");
           ck.metadata.emplace_back(std::move(key), std::move(value));
         }
@@ -316,16 +322,21 @@ class Reader {
       file_.fail_at(file_.offset() - 2, "unknown dtype code " + std::to_string(code) + " in " + label);
     }
     std::vector<std::int64_t> dims(rank);
-    std::uint64_t numel = 1;
+    // The product of the non-zero dimensions is bounded too: [0, 2^56, 2^56]
+    // holds no data, yet its strides would overflow.
+    std::uint64_t nonzero = 1;
+    bool empty = false;
     for (auto& d : dims) {
       unsigned char b[8];
       take(b, 8, "the shape of " + label);
       d = static_cast<std::int64_t>(detail::get_u64(b));
-      if (d < 0 || (d > 0 && numel > (std::uint64_t{1} << 56) / static_cast<std::uint64_t>(d))) {
+      if (d < 0 || (d > 0 && nonzero > (std::uint64_t{1} << 56) / static_cast<std::uint64_t>(d))) {
         file_.fail_at(file_.offset() - 8, "bad dimension " + std::to_string(d) + " in the shape of " + label);
       }
-      numel *= static_cast<std::uint64_t>(d);
+      if (d == 0) empty = true;
+      if (d > 0) nonzero *= static_cast<std::uint64_t>(d);
     }
+    const std::uint64_t numel = empty ? 0 : nonzero;
     const std::uint64_t data_bytes = numel * dtype_size(dtype);
     const std::uint64_t head_bytes = file_.offset() - start;
     if (head_bytes + data_bytes != length) {
@@ -339,11 +350,8 @@ class Reader {
     return {name, t};
   }
 
-  void check_unique(const StateDict& dict, std::uint64_t at) {
-    const std::string& name = dict.back().first;
-    for (std::size_t i = 0; i + 1 < dict.size(); ++i) {
-      if (dict[i].first == name) file_.fail_at(at, "tensor '" + name + "' appears twice");
-    }
+  void check_unique(std::unordered_set<std::string>& names, const std::string& name, std::uint64_t at) {
+    if (!names.insert(name).second) file_.fail_at(at, "tensor '" + name + "' appears twice");
   }
 
   FileReader file_;
@@ -432,13 +440,13 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
 
 Checkpoint load_checkpoint(const std::string& path) { return Reader(path).read(); }
 
-std::shared_ptr<nn::Module> build_model(const Checkpoint& ck) {
+std::shared_ptr<nn::Module> build_model(const Checkpoint& ck, const nn::BuildOptions& options) {
   CK_CHECK(!ck.model_spec.empty(), "build_model: the checkpoint has no model spec (the model was of a type ",
            "without Module::spec()); build the model in code and call load_state_dict(checkpoint.model_state)");
   const Generator saved = default_generator();
   std::shared_ptr<nn::Module> model;
   try {
-    model = nn::build_module(ck.model_spec);
+    model = nn::build_module(ck.model_spec, options);
   } catch (...) {
     default_generator() = saved;
     throw;

@@ -1,6 +1,8 @@
 #include "io/json.h"
 
 #include <charconv>
+#include <utility>
+#include <unordered_set>
 
 #include "convkit/core/error.h"
 
@@ -81,21 +83,21 @@ class Parser {
         ++pos_;
         return v;
       }
+      // A hash set: a 100 MB safetensors header may hold millions of keys.
+      std::unordered_set<std::string> keys;
       for (;;) {
         space();
         if (pos_ >= text_.size() || text_[pos_] != '"') fail("expected a string key");
         const std::size_t key_at = pos_;
         std::string key = string();
-        for (const auto& m : v.members) {
-          if (m.first == key) {
-            pos_ = key_at;
-            fail("duplicate key \"" + key + "\"");
-          }
+        if (!keys.insert(key).second) {
+          pos_ = key_at;
+          fail("duplicate key \"" + key + "\"");
         }
         space();
         if (pos_ >= text_.size() || text_[pos_] != ':') fail("expected ':' after a key");
         ++pos_;
-        v.members.emplace_back(std::move(key), value(depth + 1));
+        v.members.push_back({std::move(key), value(depth + 1)});
         space();
         if (pos_ < text_.size() && text_[pos_] == ',') {
           ++pos_;

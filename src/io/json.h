@@ -9,10 +9,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace convkit::io::json {
+
+struct Member;
 
 struct Value {
   enum class Kind { null, boolean, number, string, array, object };
@@ -21,12 +22,19 @@ struct Value {
   bool boolean = false;
   std::string text;  // the string's value, or the number as written
   std::vector<Value> items;                            // array
-  std::vector<std::pair<std::string, Value>> members;  // object, in order
+  std::vector<Member> members;  // object, in order
 
   // The member named key, or null.
   const Value* find(const std::string& key) const;
   // A number that is a non-negative integer within uint64; false otherwise.
   bool to_uint64(std::uint64_t& out) const;
+};
+
+// An object's member. Its own struct, not a std::pair: a pair of the
+// incomplete Value inside Value does not compile with clang and libstdc++.
+struct Member {
+  std::string key;
+  Value value;
 };
 
 const char* kind_name(Value::Kind kind);  // "an object", "a string", ...

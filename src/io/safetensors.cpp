@@ -133,6 +133,8 @@ SafetensorsFile parse_safetensors(const std::vector<std::uint8_t>& bytes, const 
       continue;
     }
     const std::string label = "tensor '" + name + "'";
+    // safetensors_bytes refuses an empty name; so does the reader.
+    if (name.empty()) fail_at(v, "a tensor has an empty name");
     if (v.kind != json::Value::Kind::object) fail_at(v, label + " must be an object");
     Entry e;
     e.name = name;
@@ -143,16 +145,21 @@ SafetensorsFile parse_safetensors(const std::vector<std::uint8_t>& bytes, const 
     }
     const json::Value* shape = v.find("shape");
     if (!shape || shape->kind != json::Value::Kind::array) fail_at(v, label + " needs an array \"shape\"");
-    std::uint64_t numel = 1;
+    // The product of the non-zero dimensions is bounded too: [0, 2^56, 2^56]
+    // holds no data, yet its strides would overflow.
+    std::uint64_t nonzero = 1;
+    bool empty = false;
     for (const auto& d : shape->items) {
       std::uint64_t dim = 0;
       if (!d.to_uint64(dim) || dim > (std::uint64_t{1} << 56)) {
         fail_at(d, label + " has a bad dimension in its shape (not a non-negative integer)");
       }
-      if (dim > 0 && numel > (std::uint64_t{1} << 56) / dim) fail_at(d, label + " has too many elements");
-      numel *= dim;
+      if (dim > 0 && nonzero > (std::uint64_t{1} << 56) / dim) fail_at(d, label + " has too many elements");
+      if (dim == 0) empty = true;
+      if (dim > 0) nonzero *= dim;
       e.shape.dims().push_back(static_cast<std::int64_t>(dim));
     }
+    const std::uint64_t numel = empty ? 0 : nonzero;
     const json::Value* offsets = v.find("data_offsets");
     if (!offsets || offsets->kind != json::Value::Kind::array || offsets->items.size() != 2 ||
         !offsets->items[0].to_uint64(e.begin) || !offsets->items[1].to_uint64(e.end)) {

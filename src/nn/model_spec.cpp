@@ -562,7 +562,49 @@ std::vector<std::string> registered_module_types() {
   return names;
 }
 
-std::shared_ptr<Module> build_module(const SpecNode& node) {
+// ---------------------------------------------------------------- budget
+
+namespace {
+
+// The budget of the build_module call in progress on this thread, shared by
+// the nested calls containers make for their children.
+struct Budget {
+  std::uint64_t limit = 0;
+  std::uint64_t used = 0;
+};
+thread_local Budget* active_budget = nullptr;
+
+}  // namespace
+
+void SpecArgs::reserve(const std::string& what, const Shape& shape, DType dtype) {
+  for (auto d : shape) {
+    if (d < 0) return;
+  }
+  std::int64_t numel = 0;
+  try {
+    numel = shape.numel();
+  } catch (const Error& e) {
+    CK_FAIL(where(), what, ": ", e.what());
+  }
+  if (active_budget == nullptr) return;  // a builder called outside build_module
+  Budget& b = *active_budget;
+  const std::uint64_t left = b.limit - b.used, count = static_cast<std::uint64_t>(numel);
+  // Compared as counts: numel (up to 2^62) times the size could wrap.
+  CK_CHECK(count <= left / dtype_size(dtype), where(), what, " ", shape, " ", dtype, " takes ", count, " x ",
+           dtype_size(dtype), " bytes, more than the ", left, " bytes left of the build's budget of ", b.limit,
+           " bytes (nn::BuildOptions().max_bytes(...) raises it)");
+  const std::uint64_t bytes = count * dtype_size(dtype);
+  b.used += bytes;
+}
+
+std::shared_ptr<Module> build_module(const SpecNode& node, const BuildOptions& options) {
+  Budget budget{options.max_bytes_, 0};
+  Budget* const outer = active_budget;
+  if (outer == nullptr) active_budget = &budget;
+  struct Restore {
+    Budget* outer;
+    ~Restore() { active_budget = outer; }
+  } restore{outer};
   ModuleBuilder builder;
   {
     Registry& r = registry();
@@ -592,6 +634,8 @@ std::shared_ptr<Module> build_module(const SpecNode& node) {
   return module;
 }
 
-std::shared_ptr<Module> build_module(const std::string& spec) { return build_module(parse_spec(spec)); }
+std::shared_ptr<Module> build_module(const std::string& spec, const BuildOptions& options) {
+  return build_module(parse_spec(spec), options);
+}
 
 }  // namespace convkit::nn

@@ -121,6 +121,8 @@ std::shared_ptr<Module> build_conv2d(SpecArgs& args) {
   }
   o.init(read_init(args, args.take("init")));
   args.finish();
+  args.reserve("weight", Shape{out, o.groups_ > 0 ? in / o.groups_ : in, kernel[0], kernel[1]});
+  if (o.bias_) args.reserve("bias", Shape{out});
   return std::make_shared<Conv2d>(o);
 }
 
@@ -143,6 +145,8 @@ std::shared_ptr<Module> build_linear(SpecArgs& args) {
   if (const SpecValue* b = args.take("bias")) o.bias(b->as_bool("bias"));
   o.init(read_init(args, args.take("init")));
   args.finish();
+  args.reserve("weight", Shape{o.out_features_, o.in_features_});
+  if (o.bias_) args.reserve("bias", Shape{o.out_features_});
   return std::make_shared<Linear>(o);
 }
 }  // namespace
@@ -188,6 +192,9 @@ std::shared_ptr<Module> build_batchnorm(SpecArgs& args) {
     o.track_running_stats(t->as_bool("track_running_stats"));
   }
   args.finish();
+  // weight, bias, running_mean and running_var, as many as are kept.
+  const std::int64_t vectors = (o.affine_ ? 2 : 0) + (o.track_running_stats_ ? 2 : 0);
+  args.reserve("parameters and running statistics", Shape{vectors, o.num_features_});
   return std::make_shared<BN>(o);
 }
 }  // namespace
@@ -358,6 +365,12 @@ std::shared_ptr<Module> build_basic_block(SpecArgs& args) {
   const SpecValue* stride = args.take(2, "stride");
   const Init init = read_init(args, args.take("init"));
   args.finish();
+  // Two 3x3 convolutions, a 1x1 shortcut convolution, and three batch norms'
+  // four vectors each (the shortcut's only when there is one).
+  args.reserve("conv1.weight", Shape{out, in, 3, 3});
+  args.reserve("conv2.weight", Shape{out, out, 3, 3});
+  args.reserve("downsample.0.weight", Shape{out, in});
+  args.reserve("batch norm vectors", Shape{12, out});
   return std::make_shared<BasicBlock>(in, out, stride ? stride->as_int("stride") : 1, init);
 }
 }  // namespace

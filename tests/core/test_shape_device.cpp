@@ -12,6 +12,36 @@ TEST(Shape, NumelStridesAndText) {
   EXPECT_EQ(s.at(-1), 4);
 }
 
+// Issue 22: a shape read from a file must not overflow numel, strides or
+// byte sizes, even when one dimension is 0 and so it holds no elements.
+TEST(Shape, NumelRejectsProductsPast2To62EvenWithAZeroDimension) {
+  const std::int64_t big = std::int64_t{1} << 56;
+  EXPECT_EQ((Shape{0, 3}).numel(), 0);
+  EXPECT_EQ((Shape{std::int64_t{1} << 31, std::int64_t{1} << 31}).numel(), std::int64_t{1} << 62);
+  for (const Shape& s : {Shape{0, big, big}, Shape{big, big}, Shape{3, 1, 10000000003, 10000000003},
+                         Shape{std::int64_t{1} << 62, 2}}) {
+    try {
+      s.numel();
+      FAIL() << "no error for " << s;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(s.str()), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(contiguous_strides(s), Error) << s;
+  }
+}
+
+// 4-byte floats: 2^62 elements need 2^64 bytes, which wrapped to 0 and left
+// a null buffer that fill() then wrote through; 2^62 + 1 wrapped to 4 bytes.
+TEST(Shape, EmptyRejectsByteSizesThatWouldWrap) {
+  const std::int64_t quarter = std::int64_t{1} << 61;
+  for (const Shape& s : {Shape{std::int64_t{1} << 62}, Shape{(std::int64_t{1} << 62) + 1},
+                         Shape{std::int64_t{1} << 31, std::int64_t{1} << 31}, Shape{quarter}}) {
+    EXPECT_THROW(Tensor::empty(s, DType::float32), Error) << s;
+  }
+  EXPECT_THROW(Tensor::empty(Shape{0, std::int64_t{1} << 56, std::int64_t{1} << 56}), Error);
+  EXPECT_EQ(Tensor::empty(Shape{0, 1 << 20, 1 << 20}).numel(), 0);
+}
+
 TEST(Shape, BroadcastFollowsNumPy) {
   EXPECT_EQ(broadcast_shapes({3, 1, 5}, {4, 1}, "t"), (Shape{3, 4, 5}));
   EXPECT_EQ(broadcast_shapes({}, {2, 2}, "t"), (Shape{2, 2}));

@@ -69,8 +69,10 @@ void png_append(png_structp png, png_bytep data, png_size_t n) {
   out->insert(out->end(), data, data + n);
 }
 
+// `colours` and `alpha` (tRNS) only for PNG_COLOR_TYPE_PALETTE.
 Bytes png_encode(std::uint32_t width, std::uint32_t height, int color_type, int depth,
-                 std::size_t row_bytes, const std::uint8_t* data) {
+                 std::size_t row_bytes, const std::uint8_t* data,
+                 const std::vector<png_color>& colours = {}, const Bytes& alpha = {}) {
   Bytes out;
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
   png_infop info = png_create_info_struct(png);
@@ -78,6 +80,8 @@ Bytes png_encode(std::uint32_t width, std::uint32_t height, int color_type, int 
   png_set_write_fn(png, &out, &png_append, nullptr);
   png_set_IHDR(png, info, width, height, depth, color_type, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  if (!colours.empty()) png_set_PLTE(png, info, colours.data(), static_cast<int>(colours.size()));
+  if (!alpha.empty()) png_set_tRNS(png, info, alpha.data(), static_cast<int>(alpha.size()), nullptr);
   png_write_info(png, info);
   for (std::uint32_t y = 0; y < height; ++y) {
     png_write_row(png, const_cast<png_bytep>(data + y * row_bytes));
@@ -104,7 +108,27 @@ Bytes png16_bytes(std::uint32_t width, std::uint32_t height, const std::vector<s
   return png_encode(width, height, PNG_COLOR_TYPE_RGB, 16, std::size_t{width} * 6, big_endian.data());
 }
 
-Bytes jpeg_bytes(std::uint32_t width, std::uint32_t height, int components, const Bytes& samples) {
+Bytes png_palette_bytes(std::uint32_t width, std::uint32_t height, const Bytes& palette, const Bytes& alpha,
+                        const Bytes& indices) {
+  std::vector<png_color> colours(palette.size() / 3);
+  for (std::size_t i = 0; i < colours.size(); ++i) colours[i] = {palette[3 * i], palette[3 * i + 1], palette[3 * i + 2]};
+  return png_encode(width, height, PNG_COLOR_TYPE_PALETTE, 8, width, indices.data(), colours, alpha);
+}
+
+Bytes png_chunk(const std::string& type, const Bytes& data, std::int64_t length) {
+  const auto n = static_cast<std::uint32_t>(length < 0 ? static_cast<std::int64_t>(data.size()) : length);
+  Bytes out;
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(n >> shift));
+  Bytes body(type.begin(), type.end());
+  body.insert(body.end(), data.begin(), data.end());
+  out.insert(out.end(), body.begin(), body.end());
+  const auto crc = static_cast<std::uint32_t>(crc32(0, body.data(), static_cast<uInt>(body.size())));
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(crc >> shift));
+  return out;
+}
+
+Bytes jpeg_bytes(std::uint32_t width, std::uint32_t height, int components, const Bytes& samples,
+                 bool progressive) {
   jpeg_compress_struct cinfo;
   jpeg_error_mgr err;
   cinfo.err = jpeg_std_error(&err);
@@ -118,6 +142,7 @@ Bytes jpeg_bytes(std::uint32_t width, std::uint32_t height, int components, cons
   cinfo.in_color_space = components == 3 ? JCS_RGB : JCS_GRAYSCALE;
   jpeg_set_defaults(&cinfo);
   jpeg_set_quality(&cinfo, 100, TRUE);
+  if (progressive) jpeg_simple_progression(&cinfo);
   jpeg_start_compress(&cinfo, TRUE);
   while (cinfo.next_scanline < cinfo.image_height) {
     JSAMPROW row = const_cast<JSAMPROW>(samples.data() + cinfo.next_scanline * width * components);

@@ -36,8 +36,17 @@ Bytes idx_bytes(const std::vector<std::uint32_t>& dims, const Bytes& data);
 // samples, or a 16-bit one when samples16 is given.
 Bytes png_bytes(std::uint32_t width, std::uint32_t height, int channels, const Bytes& samples);
 Bytes png16_bytes(std::uint32_t width, std::uint32_t height, const std::vector<std::uint16_t>& rgb);
-// Baseline JPEG, quality 100, of interleaved RGB (components 3) or gray (1).
-Bytes jpeg_bytes(std::uint32_t width, std::uint32_t height, int components, const Bytes& samples);
+// Paletted 8-bit PNG: `palette` holds RGB triples, `alpha` the tRNS entries
+// (none: no tRNS chunk), `indices` one byte per pixel.
+Bytes png_palette_bytes(std::uint32_t width, std::uint32_t height, const Bytes& palette, const Bytes& alpha,
+                        const Bytes& indices);
+// One PNG chunk as it lies in a file: length, type, data, CRC. `length`
+// overrides the written length (a chunk that claims more than it holds).
+Bytes png_chunk(const std::string& type, const Bytes& data, std::int64_t length = -1);
+// Baseline (or progressive) JPEG, quality 100, of interleaved RGB
+// (components 3) or gray (1).
+Bytes jpeg_bytes(std::uint32_t width, std::uint32_t height, int components, const Bytes& samples,
+                 bool progressive = false);
 
 // gtest: the exception's message contains every part.
 #define EXPECT_ERROR_MENTIONS(stmt, ...)                                            \

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "data_files.h"
+#include "memory_limit.h"
 
 namespace convkit::testing {
 namespace {
@@ -177,6 +178,34 @@ TEST(IdxErrors, ZeroDimensionAndHugeHeader) {
   // A header claiming 2^32-1 squared bytes must not allocate them.
   write_bytes(dir.file("huge"), idx_bytes({0xffffffffu, 0xffffffffu}, Bytes(8, 0)));
   EXPECT_ERROR_MENTIONS(read_idx(dir.file("huge")), "truncated", dir.file("huge"));
+}
+
+// Issue 22: gunzip had no cap; 1 MB of gzip holds a gigabyte. A gzipped
+// IDX file stops decompressing past what its header declares.
+TEST(IdxErrors, GzipDecompressingPastTheHeaderSizeStopsThere) {
+  TempDir dir;
+  write_bytes(dir.file("bomb.gz"), gzip(idx_bytes({2}, Bytes(std::size_t{8} << 20, 0))));
+  EXPECT_ERROR_MENTIONS(read_idx(dir.file("bomb.gz")), dir.file("bomb.gz"),
+                        "decompresses to more than 10 bytes, the most this IDX file can hold",
+                        "of the gzip-compressed file");
+  // Exactly the declared size reads.
+  write_bytes(dir.file("ok.gz"), gzip(idx_bytes({3, 2}, Bytes{1, 2, 3, 4, 5, 6})));
+  EXPECT_EQ(read_idx(dir.file("ok.gz")).data, (std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6}));
+}
+
+// Running out of memory while decompressing is an Error naming the file,
+// not std::bad_alloc: a header declaring 48 MiB within the limits, read
+// with 32 MiB of address space to spare.
+TEST(IdxErrorsDeathTest, OutOfMemoryWhileDecompressingIsAnError) {
+  if (!kAddressSpaceLimitWorks) GTEST_SKIP() << "sanitizers need more address space than the limit leaves";
+  TempDir dir;
+  const std::string path = dir.file("large.gz");
+  write_bytes(path, gzip(idx_bytes({3u << 10, 4u << 10, 4u << 10}, Bytes(std::size_t{48} << 20, 0))));
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(exit_after_body_under_memory_limit(
+                  std::uint64_t{32} << 20, [&] { read_idx(path); },
+                  "IDX file '" + path + "': out of memory while decompressing it"),
+              ::testing::ExitedWithCode(0), "");
 }
 
 TEST(IdxErrors, CorruptAndTruncatedGzip) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "data_files.h"
+#include "memory_limit.h"
 
 namespace convkit::testing {
 namespace {
@@ -104,6 +105,89 @@ TEST(ImageDecodeErrors, TruncatedCorruptOrUnknownNameFileAndOffset) {
                         "byte offset 0");
   EXPECT_ERROR_MENTIONS(data::load_image(dir.file("absent.png")), dir.file("absent.png"),
                         "cannot open");
+}
+
+// Issue 22: palette expansion turns a tRNS chunk into an alpha channel,
+// which was never stripped ("unexpected row layout").
+TEST(ImageDecode, PalettedPngWithTransparencyBecomesRGB) {
+  const Bytes palette = {10, 20, 30, 40, 50, 60, 70, 80, 90};
+  const Bytes indices = {0, 1, 2, 1};
+  const Tensor image = data::decode_image(png_palette_bytes(2, 2, palette, {0, 128}, indices), "trns.png");
+  EXPECT_EQ(image.shape(), (Shape{3, 2, 2}));
+  EXPECT_EQ(image.to_vector<float>(), (std::vector<float>{10, 40, 70, 40, 20, 50, 80, 50, 30, 60, 90, 60}));
+  EXPECT_EQ(data::decode_image(png_palette_bytes(2, 2, palette, {}, indices), "plte.png").to_vector<float>(),
+            image.to_vector<float>());
+}
+
+Bytes png_signature_and_header(std::uint32_t width, std::uint32_t height, std::uint8_t color_type) {
+  Bytes out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  Bytes ihdr;
+  for (std::uint32_t v : {width, height}) {
+    for (int shift = 24; shift >= 0; shift -= 8) ihdr.push_back(static_cast<std::uint8_t>(v >> shift));
+  }
+  ihdr.insert(ihdr.end(), {8, color_type, 0, 0, 0});
+  const Bytes chunk = png_chunk("IHDR", ihdr);
+  out.insert(out.end(), chunk.begin(), chunk.end());
+  return out;
+}
+
+// A chunk that claims 1.6 GB in a 60-byte file: libpng called the length
+// check's failure benign, ignored it, and allocated the 1.6 GB.
+TEST(ImageDecodeErrors, PngChunkClaimingGigabytesIsAnError) {
+  Bytes png = png_signature_and_header(1, 1, 0);
+  const Bytes ztxt = png_chunk("zTXt", {'C', 'o', 'm', 0, 0, 0x78, 0x9c}, 1600000000);
+  png.insert(png.end(), ztxt.begin(), ztxt.end());
+  EXPECT_ERROR_MENTIONS(data::decode_image(png, "ztxt.png"), "ztxt.png", "PNG", "chunk data is too large");
+}
+
+// 8192 x 8192 RGB in 100 bytes: the 192 MiB pixel buffer was allocated
+// before a single row was read.
+TEST(ImageDecodeErrors, PngHeaderClaimingMoreThanTheFileCanHoldIsAnError) {
+  Bytes png = png_signature_and_header(8192, 8192, 2);
+  for (const Bytes& chunk : {png_chunk("IDAT", {0x78, 0x9c, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01}),
+                             png_chunk("IEND", {})}) {
+    png.insert(png.end(), chunk.begin(), chunk.end());
+  }
+  EXPECT_ERROR_MENTIONS(data::decode_image(png, "big.png"), "big.png",
+                        "a 8192x8192 image needs 201334784 bytes of rows, more than a 66-byte file can hold");
+  // The bound is deflate's best ratio: a real, highly compressible image passes.
+  const Tensor flat = data::decode_image(png_bytes(1024, 1024, 1, Bytes(1024 * 1024, 7)), "flat.png");
+  EXPECT_EQ(flat.shape(), (Shape{3, 1024, 1024}));
+}
+
+// The pixel limit is checked right after the header, before
+// jpeg_start_decompress allocates for the image: for a progressive JPEG it
+// allocated every coefficient (512 MiB here) and read the whole file first.
+TEST(ImageDecodeErrors, JpegHeaderClaimingTooManyPixelsIsAnErrorAtTheHeader) {
+  Bytes jpg = jpeg_bytes(8, 8, 1, Bytes(64, 100), true);
+  const auto marker = [&](std::uint8_t code) {
+    std::size_t at = 0;
+    while (at + 1 < jpg.size() && !(jpg[at] == 0xFF && jpg[at + 1] == code)) ++at;
+    return at;
+  };
+  const std::size_t sof = marker(0xC2), sos = marker(0xDA);
+  ASSERT_LT(sos + 4, jpg.size());
+  for (std::size_t at : {sof + 5, sof + 7}) {  // height, then width: 16384 each
+    jpg[at] = 0x40;
+    jpg[at + 1] = 0x00;
+  }
+  const std::size_t header_end = sos + 2 + (std::size_t{jpg[sos + 2]} << 8) + jpg[sos + 3];
+  EXPECT_ERROR_MENTIONS(data::decode_image(jpg, "big.jpg"), "big.jpg", "JPEG",
+                        "image too large: 16384x16384 pixels, more than 67108864",
+                        "at byte offset " + std::to_string(header_end));
+}
+
+// Running out of memory for the pixels is a decoding error naming the
+// file, not std::bad_alloc past libpng's state: a 4096 x 4096 PNG (48 MiB
+// of RGB) decoded with 32 MiB of address space to spare.
+TEST(ImageDecodeErrorsDeathTest, OutOfMemoryForThePixelsIsAnError) {
+  if (!kAddressSpaceLimitWorks) GTEST_SKIP() << "sanitizers need more address space than the limit leaves";
+  const Bytes png = png_bytes(4096, 4096, 1, Bytes(std::size_t{16} << 20, 9));
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(exit_after_body_under_memory_limit(
+                  std::uint64_t{32} << 20, [&] { data::decode_image(png, "large.png"); },
+                  "image 'large.png': PNG decoding failed (out of memory allocating the pixels)"),
+              ::testing::ExitedWithCode(0), "");
 }
 
 TEST(ImageFolder, ClassesFromSortedSubfoldersAndFilesInOrder) {

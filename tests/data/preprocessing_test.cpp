@@ -46,6 +46,11 @@ TEST(Preprocessing, ParseErrorsNameTheLine) {
                         "HEIGHTxWIDTH");
   EXPECT_ERROR_MENTIONS(Preprocessing::parse("convkit-preprocessing 1\nchannels=2\n"), "line 2",
                         "1 or 3");
+  // Issue 22: 23 bytes of a checkpoint made predict allocate 24 GB.
+  EXPECT_ERROR_MENTIONS(Preprocessing::parse("convkit-preprocessing 1\nresize=4294967296x4294967296\n"),
+                        "line 2", "4294967296x4294967296", "kMaxResizePixels");
+  EXPECT_ERROR_MENTIONS(Preprocessing::identity().resize(4097, 4096), "4097x4096", "kMaxResizePixels");
+  EXPECT_EQ(Preprocessing::identity().resize(4096, 4096).height(), 4096);
   EXPECT_ERROR_MENTIONS(Preprocessing::parse("convkit-preprocessing 1\nmean=1\nstd=0\n"), "line 2",
                         "positive");
   EXPECT_ERROR_MENTIONS(Preprocessing::parse("convkit-preprocessing 1\nrescale\n"), "line 2",

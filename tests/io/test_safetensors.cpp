@@ -141,6 +141,24 @@ TEST(Safetensors, ValidationErrors) {
   EXPECT_TRUE(rejects(R"({"a":{},"a":{}})", {}, {"duplicate key \"a\""}));
 }
 
+// Issue 22: what the writer refuses, the reader refuses too.
+TEST(Safetensors, ReaderRejectsAnEmptyNameAsTheWriterDoes) {
+  EXPECT_TRUE(rejects(R"({"":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", {0, 0, 0, 0},
+                      {"at offset 12", "a tensor has an empty name"}));
+}
+
+// No data, yet strides of 2^112: the old check multiplied the 0 in first.
+TEST(Safetensors, EmptyTensorsWithHugeDimensionsAreRefused) {
+  EXPECT_TRUE(rejects(R"({"z":{"dtype":"F32","shape":[0,72057594037927936,72057594037927936],"data_offsets":[0,0]}})",
+                      {}, {"tensor 'z' has too many elements"}));
+  EXPECT_TRUE(rejects(R"({"z":{"dtype":"F32","shape":[72057594037927936,2,0],"data_offsets":[0,0]}})", {},
+                      {"tensor 'z' has too many elements"}));
+  const auto file = io::parse_safetensors(
+      file_bytes(R"({"z":{"dtype":"F32","shape":[0,65536,65536],"data_offsets":[0,0]}})", {}), "ok.st");
+  ASSERT_EQ(file.tensors.size(), 1u);
+  EXPECT_EQ(file.tensors[0].second.shape(), (Shape{0, 65536, 65536}));
+}
+
 TEST(Safetensors, LoadErrorsNameTheFile) {
   ScratchDir dir;
   EXPECT_TRUE(throws_with([&] { io::load_safetensors(dir.file("none.safetensors")); }, {"none.safetensors", "cannot open"}));

@@ -120,6 +120,33 @@ TEST(BuildModule, BadOptionsNameTheTypeOptionAndOffset) {
                           {"offset 19", "Conv2d", "channels must be positive"}));
 }
 
+// Issue 22: a spec of a few bytes read from a file asked for 2^62 elements
+// (a 4-byte buffer, then a write past it), 2^64 bytes (a null buffer), an
+// overflowing weight shape, or gigabytes. Each is refused before allocating.
+TEST(BuildModule, SizesThatOverflowAreRefusedNamingTheShape) {
+  EXPECT_TRUE(throws_with([] { nn::build_module("BatchNorm1d(4611686018427387905)"); },
+                          {"offset 0", "BatchNorm1d", "[4, 4611686018427387905]", "2^62"}));
+  EXPECT_TRUE(throws_with([] { nn::build_module("Linear(2147483648, 2147483648, bias=false)"); },
+                          {"Linear", "weight [2147483648, 2147483648]", "budget"}));
+  EXPECT_TRUE(throws_with([] { nn::build_module("Sequential(ReLU(), Conv2d(1, 3, 10000000003))"); },
+                          {"offset 19", "Conv2d", "weight", "[3, 1, 10000000003, 10000000003]", "2^62"}));
+}
+
+TEST(BuildModule, ABudgetBoundsWhatASpecAllocatesAndCanBeRaised) {
+  EXPECT_TRUE(throws_with([] { nn::build_module("BatchNorm2d(222222222)"); },
+                          {"BatchNorm2d", "[4, 222222222]", "budget of 1073741824 bytes", "max_bytes"}));
+  EXPECT_TRUE(throws_with([] { nn::build_module("Linear(100000, 100000)"); }, {"Linear", "weight [100000, 100000]"}));
+  // The budget is the whole model's: children of a Sequential share it.
+  const std::string two = "Sequential(Linear(100, 100), Linear(100, 100, bias=false))";  // 40400 + 40000 bytes
+  EXPECT_NO_THROW(nn::build_module(two, nn::BuildOptions().max_bytes(80400)));
+  EXPECT_TRUE(throws_with([&] { nn::build_module(two, nn::BuildOptions().max_bytes(80399)); },
+                          {"offset 29", "weight [100, 100]", "39999 bytes left"}));
+  EXPECT_TRUE(throws_with([] { nn::build_module("BasicBlock(64, 128)", nn::BuildOptions().max_bytes(1000)); },
+                          {"BasicBlock", "conv1.weight [128, 64, 3, 3]"}));
+  EXPECT_NO_THROW(nn::build_module("BatchNorm2d(1000)", nn::BuildOptions().max_bytes(16000)));
+  EXPECT_THROW(nn::build_module("BatchNorm2d(1000)", nn::BuildOptions().max_bytes(15999)), Error);
+}
+
 TEST(BuildModule, ArgumentsByNameEqualArgumentsByPosition) {
   EXPECT_EQ(nn::build_module("Conv2d(in_channels=3, out_channels=8, kernel_size=[3, 3])")->spec(), "Conv2d(3, 8, 3)");
   EXPECT_EQ(nn::build_module("Dropout(p=0.5)")->spec(), "Dropout(0.5)");

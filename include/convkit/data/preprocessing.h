@@ -31,8 +31,11 @@ class Preprocessing {
   Preprocessing& rescale(double scale);  // x * scale, e.g. 1.0 / 255
   // Per-channel (x - mean) / std after rescale; one value serves every channel.
   Preprocessing& normalize(std::vector<double> mean, std::vector<double> stddev);
+  // height x width at most kMaxResizePixels: the size comes from checkpoint
+  // files, and each image at that size is already 200 MB of floats.
   Preprocessing& resize(std::int64_t height, std::int64_t width,
                         Interpolation interpolation = Interpolation::bilinear);
+  static constexpr std::int64_t kMaxResizePixels = std::int64_t{1} << 24;  // 4096 x 4096
   Preprocessing& channels(std::int64_t channels);  // 1 (grayscale) or 3 (RGB)
 
   double scale() const { return scale_; }

@@ -32,12 +32,10 @@
 #include <vector>
 
 #include "convkit/data/preprocessing.h"
+#include "convkit/nn/model_spec.h"
 #include "convkit/nn/state_dict.h"
 #include "convkit/ops/factory.h"
 
-namespace convkit::nn {
-class Module;
-}
 namespace convkit::optim {
 class Optimizer;
 }
@@ -80,8 +78,9 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 Checkpoint load_checkpoint(const std::string& path);
 
 // A new model from the spec with the saved weights. Building draws initial
-// weights, but default_generator() is left as it was.
-std::shared_ptr<nn::Module> build_model(const Checkpoint& checkpoint);
+// weights, but default_generator() is left as it was. `options` bounds what
+// the spec may allocate (1 GiB by default; see nn::BuildOptions).
+std::shared_ptr<nn::Module> build_model(const Checkpoint& checkpoint, const nn::BuildOptions& options = {});
 // A new optimizer over model.parameters() from the saved spec, with its state
 // restored. Throws Error when the checkpoint holds no optimizer.
 std::unique_ptr<optim::Optimizer> build_optimizer(const Checkpoint& checkpoint, nn::Module& model);

@@ -37,6 +37,9 @@
 #include <string>
 #include <vector>
 
+#include "convkit/core/dtype.h"
+#include "convkit/core/shape.h"
+
 namespace convkit::nn {
 
 class Module;
@@ -122,6 +125,12 @@ class SpecArgs {
   void finish() const;
   // Error text prefixed with this node's type and position.
   std::string where(const SpecValue* value = nullptr) const;
+  // Counts a tensor the module will allocate against the build's byte
+  // budget (BuildOptions::max_bytes), before it is allocated: a spec of a
+  // few bytes must not take gigabytes. Throws naming `what`, its shape and
+  // the budget. Shapes with a negative dimension are left to the
+  // constructor's own checks. Builders of own types should call it too.
+  void reserve(const std::string& what, const Shape& shape, DType dtype = DType::float32);
 
  private:
   const SpecNode& node_;
@@ -135,8 +144,20 @@ void register_module_type(const std::string& type, ModuleBuilder builder);
 bool is_registered_module_type(const std::string& type);
 std::vector<std::string> registered_module_types();  // sorted
 
-std::shared_ptr<Module> build_module(const SpecNode& node);
-std::shared_ptr<Module> build_module(const std::string& spec);
+// Limits on what building a spec may allocate, in the libtorch style:
+//   nn::build_module(text, nn::BuildOptions().max_bytes(std::uint64_t{8} << 30));
+// The default, 1 GiB of parameters and buffers, holds every zoo model many
+// times over (VGG-16 would take 528 MB).
+struct BuildOptions {
+  BuildOptions& max_bytes(std::uint64_t bytes) { max_bytes_ = bytes; return *this; }
+
+  std::uint64_t max_bytes_ = std::uint64_t{1} << 30;
+};
+
+// A build_module called by a builder (a container building its children)
+// shares the budget of the outermost call, whose options count.
+std::shared_ptr<Module> build_module(const SpecNode& node, const BuildOptions& options = {});
+std::shared_ptr<Module> build_module(const std::string& spec, const BuildOptions& options = {});
 
 // Writes one module's spec, for Module::spec() overrides:
 //   return SpecWriter("Conv2d").integer(in).integer(out).ints(kernel)
