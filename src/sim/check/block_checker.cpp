@@ -1,0 +1,245 @@
+// The sim checks inside a block. See block_checker.h.
+#include "sim/check/block_checker.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "convkit/core/error.h"
+
+namespace convkit::sim::detail {
+namespace {
+
+std::string hex(std::uintptr_t address) {
+  std::ostringstream os;
+  os << reinterpret_cast<const void*>(address);
+  return os.str();
+}
+
+std::string index_text(uint3 i) { return convkit::detail::concat("(", i.x, ",", i.y, ",", i.z, ")"); }
+
+const char* verb(AccessKind kind) {
+  switch (kind) {
+    case AccessKind::read: return "reads";
+    case AccessKind::write: return "writes";
+    case AccessKind::atomic: return "atomically updates";
+  }
+  return "?";
+}
+
+// Where [address, address + size) lies relative to the region, in bytes.
+std::string offset_text(const Region& r, std::uintptr_t address, std::size_t size) {
+  const auto offset = static_cast<long long>(address) - static_cast<long long>(r.begin);
+  if (address < r.begin) {
+    return convkit::detail::concat("offset ", offset, " of ", r.describe(), " (", r.begin - address,
+                                   " bytes before its start)");
+  }
+  if (address + size > r.end()) {
+    return convkit::detail::concat("offset ", offset, " of ", r.describe(), " (", address + size - r.end(),
+                                   " bytes past its end)");
+  }
+  return convkit::detail::concat("offset ", offset, " of ", r.describe());
+}
+
+// Bit i set: byte i of a word touched by [address, address + size).
+std::uint8_t byte_mask(std::uintptr_t word_begin, std::uintptr_t address, std::size_t size) {
+  const std::uintptr_t lo = std::max(word_begin, address);
+  const std::uintptr_t hi = std::min(word_begin + kWordBytes, address + size);
+  std::uint8_t mask = 0;
+  for (std::uintptr_t b = lo; b < hi; ++b) mask |= static_cast<std::uint8_t>(1u << (b - word_begin));
+  return mask;
+}
+
+}  // namespace
+
+BlockChecker::~BlockChecker() { mark_static_shared(Marking::none); }
+
+BlockChecker::Marking BlockChecker::wanted_marking() const {
+  if (!active()) return Marking::none;
+  const Checks& c = launch_->checks();
+  return c.racecheck || c.initcheck ? Marking::tracked : Marking::bounds;
+}
+
+void BlockChecker::mark_static_shared(Marking marking) {
+  if (marking == static_marking_) return;
+  for (const auto& region : static_shared_) {
+    region->tracked = marking == Marking::tracked;
+    if (marking == Marking::none) {
+      unmark_region(*region);
+    } else {
+      mark_region(*region);
+    }
+  }
+  static_marking_ = marking;
+}
+
+void BlockChecker::begin_launch(LaunchChecks* launch, unsigned thread_count) {
+  launch_ = launch;
+  if (active() && launch_->checks().racecheck) clocks_.resize(thread_count);
+}
+
+void BlockChecker::begin_block(uint3 block_index, unsigned char* dynamic_shared, std::size_t dynamic_bytes) {
+  mark_static_shared(wanted_marking());
+  if (!active()) return;
+  block_index_ = block_index;
+  serial_ = launch_->begin_block(block_index);
+  ++epoch_;
+  if (launch_->checks().racecheck) std::fill(clocks_.begin(), clocks_.end(), std::array<std::uint32_t, 32>{});
+  Region& d = dynamic_shared_;
+  d.begin = reinterpret_cast<std::uintptr_t>(dynamic_shared);
+  d.bytes = dynamic_bytes;
+  d.guard_before = d.guard_after = kSharedGuard;
+  d.kind = RegionKind::dynamic_shared;
+  d.tracked = static_marking_ == Marking::tracked;
+  // The words of the previous block's buffer belong to another block run,
+  // which racecheck and initcheck tell apart by serial: no need to clear them.
+  if (!d.words.empty()) d.words.resize((dynamic_bytes + kWordBytes - 1) / kWordBytes);
+  mark_region(d);
+  dynamic_live_ = true;
+}
+
+void BlockChecker::end_block() {
+  if (!dynamic_live_) return;
+  unmark_region(dynamic_shared_);  // the buffer goes back to the heap
+  dynamic_live_ = false;
+}
+
+void BlockChecker::warp_synced(unsigned warp, unsigned lanes) {
+  if (!active() || !launch_->checks().racecheck) return;
+  std::array<std::uint32_t, 32>* lane_clocks = &clocks_[warp * 32];
+  std::array<std::uint32_t, 32> joined{};
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    if (((lanes >> lane) & 1u) == 0) continue;
+    ++lane_clocks[lane][lane];
+    for (unsigned i = 0; i < 32; ++i) joined[i] = std::max(joined[i], lane_clocks[lane][i]);
+  }
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    if ((lanes >> lane) & 1u) lane_clocks[lane] = joined;
+  }
+}
+
+void BlockChecker::add_static_shared(void* data, std::size_t bytes, std::size_t guard, const char* file,
+                                     int line) {
+  auto region = std::make_unique<Region>();
+  region->begin = reinterpret_cast<std::uintptr_t>(data);
+  region->bytes = bytes;
+  region->guard_before = region->guard_after = guard;
+  region->kind = RegionKind::static_shared;
+  region->file = file;
+  region->line = line;
+  region->tracked = static_marking_ == Marking::tracked;
+  if (static_marking_ != Marking::none) mark_region(*region);
+  static_shared_.push_back(std::move(region));
+}
+
+Region* BlockChecker::find_region(std::uintptr_t address) {
+  if (dynamic_live_ && dynamic_shared_.within_guards(address)) return &dynamic_shared_;
+  for (const auto& region : static_shared_) {
+    if (region->within_guards(address)) return region.get();
+  }
+  return find_global_region(address);
+}
+
+uint3 BlockChecker::thread_index(unsigned linear) const {
+  const dim3 b = launch_->block_dim();
+  return uint3{linear % b.x, linear / b.x % b.y, linear / (b.x * b.y)};
+}
+
+Finding& BlockChecker::describe_access(Finding& f, const char* check, std::uintptr_t address,
+                                       std::size_t size, AccessKind kind, unsigned thread) {
+  return f.text(convkit::detail::concat("sim ", check, ": kernel "))
+      .function(launch_->kernel())
+      .text(convkit::detail::concat(", block ", index_text(block_index_), ", thread ",
+                                    index_text(thread_index(thread)), " ", verb(kind), " ", size, " bytes at ",
+                                    hex(address)));
+}
+
+std::unique_ptr<Finding> BlockChecker::access(std::uintptr_t address, std::size_t size, AccessKind kind,
+                                              const void* pc, unsigned thread) {
+  Region* region = find_region(address);
+  if (region == nullptr) return nullptr;  // poisoned by nobody we know: not ours to judge
+  const Checks& checks = launch_->checks();
+  if (address < region->begin || address + size > region->end()) {
+    if (!checks.memcheck) return nullptr;
+    auto f = std::make_unique<Finding>();
+    describe_access(*f, "memcheck", address, size, kind, thread)
+        .text(convkit::detail::concat(", out of bounds: ", offset_text(*region, address, size), ", at "))
+        .site(pc);
+    return f;
+  }
+  if (!region->tracked) return nullptr;
+  if (region->shared() && checks.initcheck) {
+    if (kind != AccessKind::write) {
+      if (auto f = check_initialised(*region, address, size, pc, thread)) return f;
+    }
+    if (kind != AccessKind::read) mark_initialised(*region, address, size);
+  }
+  // Atomics are the sanctioned way for threads to update one word together.
+  if (checks.racecheck && kind != AccessKind::atomic) {
+    check_races(*region, address, size, kind == AccessKind::write, pc, thread);
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Finding> BlockChecker::check_initialised(Region& region, std::uintptr_t address,
+                                                         std::size_t size, const void* pc, unsigned thread) {
+  for (std::uintptr_t w = address / kWordBytes * kWordBytes; w < address + size; w += kWordBytes) {
+    const WordState& word = region.word(w);
+    const std::uint8_t written = word.init_block == serial_ ? word.init_bytes : 0;
+    const std::uint8_t needed = byte_mask(w, address, size);
+    if ((written & needed) == needed) continue;
+    auto f = std::make_unique<Finding>();
+    describe_access(*f, "initcheck", address, size, AccessKind::read, thread)
+        .text(convkit::detail::concat(" (", offset_text(region, address, size),
+                                      ") that no thread of the block has written, at "))
+        .site(pc);
+    return f;
+  }
+  return nullptr;
+}
+
+void BlockChecker::mark_initialised(Region& region, std::uintptr_t address, std::size_t size) {
+  for (std::uintptr_t w = address / kWordBytes * kWordBytes; w < address + size; w += kWordBytes) {
+    WordState& word = region.word(w);
+    if (word.init_block != serial_) {
+      word.init_block = serial_;
+      word.init_bytes = 0;
+    }
+    word.init_bytes |= byte_mask(w, address, size);
+  }
+}
+
+void BlockChecker::check_races(Region& region, std::uintptr_t address, std::size_t size, bool write,
+                               const void* pc, unsigned thread) {
+  RaceContext now;
+  now.block = serial_;
+  now.epoch = epoch_;
+  now.launch_first_block = launch_->first_block_serial();
+  now.thread = static_cast<std::uint16_t>(thread);
+  now.clocks = clocks_[thread].data();
+  now.pc = pc;
+  for (std::uintptr_t w = address / kWordBytes * kWordBytes; w < address + size; w += kWordBytes) {
+    conflicts_.clear();
+    check_race(region.word(w), now, write, !region.shared(), conflicts_);
+    for (const Conflict& c : conflicts_) {
+      launch_->add_hazard(c, pc, [&] {
+        static const char* const kNames[] = {"read-after-write", "write-after-read", "write-after-write"};
+        const bool earlier_wrote = c.hazard != Hazard::write_after_read;
+        const uint3 earlier_block = c.across_blocks ? launch_->block_of(c.earlier.block) : block_index_;
+        Finding f;
+        f.text(convkit::detail::concat(kNames[static_cast<int>(c.hazard)], " hazard at ", hex(w), " (",
+                                       offset_text(region, w, kWordBytes), "): thread ",
+                                       index_text(thread_index(thread)), " of block ", index_text(block_index_),
+                                       write ? " writes" : " reads", " at "))
+            .site(pc)
+            .text(convkit::detail::concat(", thread ", index_text(thread_index(c.earlier.thread)), " of block ",
+                                          index_text(earlier_block), earlier_wrote ? " wrote" : " read", " at "))
+            .site(c.earlier.pc)
+            .text(c.across_blocks ? ", in another block of the same launch"
+                                  : ", with no barrier or warp synchronisation between them");
+        return f;
+      });
+    }
+  }
+}
+
+}  // namespace convkit::sim::detail
