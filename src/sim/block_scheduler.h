@@ -123,11 +123,12 @@ class BlockScheduler {
                         SourceSite site);
   unsigned active_mask() const;
   // The sim checks (check/): an access that the instrumented kernel reports,
-  // and a __shared__ array met for the first time on this OS thread. A failed
+  // and the storage of a __shared__ array met for the first time on this OS
+  // thread (kept by the checker whether or not checks run). A failed
   // check ends the running thread there and then; it never returns.
   void check_access(std::uintptr_t address, std::size_t size, AccessKind kind, const void* pc);
-  void add_shared_array(void* data, std::size_t bytes, std::size_t guard, const char* file, int line) {
-    checker_.add_static_shared(data, bytes, guard, file, line);
+  void* shared_array_storage(std::size_t bytes, const char* file, int line) {
+    return checker_.static_shared_storage(bytes, file, line);
   }
   void* dynamic_shared_memory() const { return dynamic_shared_data_; }
   std::size_t dynamic_shared_bytes() const { return launch_.dynamic_shared_bytes; }

@@ -27,8 +27,8 @@ std::size_t dynamic_shared_bytes() {
 
 namespace detail {
 
-void add_shared_array(void* data, std::size_t bytes, std::size_t guard, const char* file, int line) {
-  running_block("a __shared__ SharedArray").add_shared_array(data, bytes, guard, file, line);
+void* shared_array_storage(std::size_t bytes, const char* file, int line) {
+  return running_block("a __shared__ SharedArray").shared_array_storage(bytes, file, line);
 }
 
 int block_barrier(BarrierKind kind, int predicate, const char* file, int line) {

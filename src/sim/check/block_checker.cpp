@@ -2,6 +2,8 @@
 #include "sim/check/block_checker.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "convkit/core/error.h"
@@ -51,7 +53,10 @@ std::uint8_t byte_mask(std::uintptr_t word_begin, std::uintptr_t address, std::s
 
 }  // namespace
 
-BlockChecker::~BlockChecker() { mark_static_shared(Marking::none); }
+BlockChecker::~BlockChecker() {
+  mark_static_shared(Marking::none);
+  for (const auto& region : static_shared_) std::free(reinterpret_cast<void*>(region->begin - region->guard_before));
+}
 
 BlockChecker::Marking BlockChecker::wanted_marking() const {
   if (!active()) return Marking::none;
@@ -117,18 +122,25 @@ void BlockChecker::warp_synced(unsigned warp, unsigned lanes) {
   }
 }
 
-void BlockChecker::add_static_shared(void* data, std::size_t bytes, std::size_t guard, const char* file,
-                                     int line) {
+void* BlockChecker::static_shared_storage(std::size_t bytes, const char* file, int line) {
+  constexpr std::size_t kAlign = 64;  // as much as any CUDA type asks for
+  static_assert(kSharedGuard % kAlign == 0, "the front guard keeps the array aligned");
+  const std::size_t total = (kSharedGuard + bytes + kSharedGuard + kAlign - 1) / kAlign * kAlign;
+  auto* base = static_cast<unsigned char*>(std::aligned_alloc(kAlign, total));
+  CK_CHECK(base != nullptr, "sim: out of memory for a ", bytes, "-byte __shared__ array");
+  std::memset(base, 0, total);
   auto region = std::make_unique<Region>();
-  region->begin = reinterpret_cast<std::uintptr_t>(data);
+  region->begin = reinterpret_cast<std::uintptr_t>(base + kSharedGuard);
   region->bytes = bytes;
-  region->guard_before = region->guard_after = guard;
+  region->guard_before = kSharedGuard;
+  region->guard_after = total - kSharedGuard - bytes;
   region->kind = RegionKind::static_shared;
   region->file = file;
   region->line = line;
   region->tracked = static_marking_ == Marking::tracked;
   if (static_marking_ != Marking::none) mark_region(*region);
   static_shared_.push_back(std::move(region));
+  return base + kSharedGuard;
 }
 
 Region* BlockChecker::find_region(std::uintptr_t address) {
@@ -173,10 +185,7 @@ std::unique_ptr<Finding> BlockChecker::access(std::uintptr_t address, std::size_
     }
     if (kind != AccessKind::read) mark_initialised(*region, address, size);
   }
-  // Atomics are the sanctioned way for threads to update one word together.
-  if (checks.racecheck && kind != AccessKind::atomic) {
-    check_races(*region, address, size, kind == AccessKind::write, pc, thread);
-  }
+  if (checks.racecheck) check_races(*region, address, size, kind, pc, thread);
   return nullptr;
 }
 
@@ -208,37 +217,64 @@ void BlockChecker::mark_initialised(Region& region, std::uintptr_t address, std:
   }
 }
 
-void BlockChecker::check_races(Region& region, std::uintptr_t address, std::size_t size, bool write,
+RaceContext BlockChecker::race_context(const Access& access) {
+  RaceContext c;
+  c.block = access.block;
+  c.epoch = access.epoch;
+  c.launch_first_block = launch_->first_block_serial();
+  c.thread = access.thread;
+  c.clock = access.clock;
+  c.clocks = access.block == serial_ ? clocks_[access.thread].data() : no_clocks_.data();
+  c.pc = access.pc;
+  return c;
+}
+
+void BlockChecker::check_races(Region& region, std::uintptr_t address, std::size_t size, AccessKind kind,
                                const void* pc, unsigned thread) {
-  RaceContext now;
-  now.block = serial_;
-  now.epoch = epoch_;
-  now.launch_first_block = launch_->first_block_serial();
-  now.thread = static_cast<std::uint16_t>(thread);
-  now.clocks = clocks_[thread].data();
-  now.pc = pc;
+  const Access me{serial_, epoch_, clocks_[thread][thread % 32], static_cast<std::uint16_t>(thread), pc};
   for (std::uintptr_t w = address / kWordBytes * kWordBytes; w < address + size; w += kWordBytes) {
-    conflicts_.clear();
-    check_race(region.word(w), now, write, !region.shared(), conflicts_);
-    for (const Conflict& c : conflicts_) {
-      launch_->add_hazard(c, pc, [&] {
-        static const char* const kNames[] = {"read-after-write", "write-after-read", "write-after-write"};
-        const bool earlier_wrote = c.hazard != Hazard::write_after_read;
-        const uint3 earlier_block = c.across_blocks ? launch_->block_of(c.earlier.block) : block_index_;
-        Finding f;
-        f.text(convkit::detail::concat(kNames[static_cast<int>(c.hazard)], " hazard at ", hex(w), " (",
-                                       offset_text(region, w, kWordBytes), "): thread ",
-                                       index_text(thread_index(thread)), " of block ", index_text(block_index_),
-                                       write ? " writes" : " reads", " at "))
-            .site(pc)
-            .text(convkit::detail::concat(", thread ", index_text(thread_index(c.earlier.thread)), " of block ",
-                                          index_text(earlier_block), earlier_wrote ? " wrote" : " read", " at "))
-            .site(c.earlier.pc)
-            .text(c.across_blocks ? ", in another block of the same launch"
-                                  : ", with no barrier or warp synchronisation between them");
-        return f;
-      });
+    WordState& word = region.word(w);
+    std::uint32_t value = 0;
+    std::memcpy(&value, reinterpret_cast<const void*>(w), std::min<std::size_t>(kWordBytes, region.end() - w));
+    // The last reader wrote too (a read-modify-write reported as its read).
+    const Access reader = word.pending_read;
+    if (reader.block >= launch_->first_block_serial() && value != word.value_at_read) {
+      report_conflicts(region, w, reader, true);
     }
+    word.pending_read = Access{};
+    // Atomics are the sanctioned way for threads to update one word together.
+    if (kind == AccessKind::atomic) continue;
+    const bool write = kind == AccessKind::write;
+    report_conflicts(region, w, me, write);
+    if (!write) {
+      word.pending_read = me;
+      word.value_at_read = value;
+    }
+  }
+}
+
+void BlockChecker::report_conflicts(Region& region, std::uintptr_t w, const Access& access, bool write) {
+  conflicts_.clear();
+  check_race(region.word(w), race_context(access), write, !region.shared(), conflicts_);
+  for (const Conflict& c : conflicts_) {
+    launch_->add_hazard(c, access.pc, [&] {
+      static const char* const kNames[] = {"read-after-write", "write-after-read", "write-after-write"};
+      const bool earlier_wrote = c.hazard != Hazard::write_after_read;
+      const uint3 block = access.block == serial_ ? block_index_ : launch_->block_of(access.block);
+      const uint3 earlier_block = c.earlier.block == serial_ ? block_index_ : launch_->block_of(c.earlier.block);
+      Finding f;
+      f.text(convkit::detail::concat(kNames[static_cast<int>(c.hazard)], " hazard at ", hex(w), " (",
+                                     offset_text(region, w, kWordBytes), "): thread ",
+                                     index_text(thread_index(access.thread)), " of block ", index_text(block),
+                                     write ? " writes" : " reads", " at "))
+          .site(access.pc)
+          .text(convkit::detail::concat(", thread ", index_text(thread_index(c.earlier.thread)), " of block ",
+                                        index_text(earlier_block), earlier_wrote ? " wrote" : " read", " at "))
+          .site(c.earlier.pc)
+          .text(c.across_blocks ? ", in another block of the same launch"
+                                : ", with no barrier or warp synchronisation between them");
+      return f;
+    });
   }
 }
 

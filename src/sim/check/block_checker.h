@@ -13,6 +13,7 @@
 #include "convkit/sim/vector_types.h"
 #include "sim/check/finding.h"
 #include "sim/check/launch_checks.h"
+#include "sim/check/race_check.h"
 #include "sim/check/regions.h"
 
 namespace convkit::sim::detail {
@@ -22,7 +23,7 @@ enum class AccessKind : std::uint8_t { read, write, atomic };
 class BlockChecker {
  public:
   BlockChecker() = default;
-  // __shared__ arrays live in this OS thread's TLS, which is freed with it.
+  // Frees the __shared__ arrays' storage.
   ~BlockChecker();
   BlockChecker(const BlockChecker&) = delete;
   BlockChecker& operator=(const BlockChecker&) = delete;
@@ -38,8 +39,10 @@ class BlockChecker {
   void barrier_released() { ++epoch_; }
   void warp_synced(unsigned warp, unsigned lanes);
 
-  // A __shared__ array (SharedArray) met for the first time on this OS thread.
-  void add_static_shared(void* data, std::size_t bytes, std::size_t guard, const char* file, int line);
+  // Storage for a __shared__ array (SharedArray) met for the first time on
+  // this OS thread: 64-byte aligned, zero-filled, between guard zones, kept
+  // until the OS thread ends.
+  void* static_shared_storage(std::size_t bytes, const char* file, int line);
 
   // Judges one access by `thread` (linear index); returns a report that must
   // stop the launch, or null.
@@ -59,8 +62,10 @@ class BlockChecker {
   std::unique_ptr<Finding> check_initialised(Region& region, std::uintptr_t address, std::size_t size,
                                              const void* pc, unsigned thread);
   void mark_initialised(Region& region, std::uintptr_t address, std::size_t size);
-  void check_races(Region& region, std::uintptr_t address, std::size_t size, bool write,
+  void check_races(Region& region, std::uintptr_t address, std::size_t size, AccessKind kind,
                    const void* pc, unsigned thread);
+  RaceContext race_context(const Access& access);
+  void report_conflicts(Region& region, std::uintptr_t word, const Access& access, bool write);
 
   LaunchChecks* launch_ = nullptr;
   uint3 block_index_{0, 0, 0};
@@ -72,6 +77,7 @@ class BlockChecker {
   Region dynamic_shared_;
   bool dynamic_live_ = false;
   std::vector<Conflict> conflicts_;  // scratch
+  std::array<std::uint32_t, 32> no_clocks_{};  // for accesses of other blocks
 };
 
 }  // namespace convkit::sim::detail

@@ -35,10 +35,19 @@ class LaunchChecks {
   template <typename Describe>
   void add_hazard(const Conflict& conflict, const void* pc, Describe&& describe) {
     const Key key{conflict.hazard, conflict.across_blocks, conflict.earlier.pc, pc};
+    {
+      const std::lock_guard lock(mutex_);
+      const auto known = hazards_.find(key);
+      if (known != hazards_.end()) {
+        ++known->second.count;
+        return;
+      }
+    }
+    Finding report = describe();  // outside the lock: it asks block_of()
     const std::lock_guard lock(mutex_);
     auto [it, fresh] = hazards_.try_emplace(key);
     ++it->second.count;
-    if (fresh) it->second.report = describe();
+    if (fresh) it->second.report = std::move(report);
   }
 
   // The hazards inside blocks, as one message ("" when none).

@@ -31,6 +31,7 @@ struct RaceContext {
   std::uint32_t epoch = 0;               // its current barrier interval
   std::uint32_t launch_first_block = 0;  // serial of the launch's first block run
   std::uint16_t thread = 0;              // linear index of the accessing thread
+  std::uint32_t clock = 0;                // its own clock when it made the access
   const std::uint32_t* clocks = nullptr;  // its vector clock, 32 lanes
   const void* pc = nullptr;
 };

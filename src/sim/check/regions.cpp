@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "sim/check/shadow.h"
+#include "sim/check/symbolize.h"
 
 namespace convkit::sim::detail {
 
@@ -14,7 +15,7 @@ std::string Region::describe() const {
       os << "the " << bytes << "-byte device allocation at " << reinterpret_cast<const void*>(begin);
       break;
     case RegionKind::static_shared:
-      os << "the " << bytes << "-byte __shared__ array declared at " << file << ":" << line;
+      os << "the " << bytes << "-byte __shared__ array declared at " << project_relative(file) << ":" << line;
       break;
     case RegionKind::dynamic_shared:
       os << "the block's " << bytes << " bytes of dynamic shared memory";

@@ -25,6 +25,11 @@ inline constexpr std::size_t kWordBytes = 4;
 struct WordState {
   Access write;     // the last plain write
   Access reads[2];  // recent reads by two different threads
+  // GCC reports a read-modify-write (s[0] += v) once, as the read: the last
+  // reported access, when it was a read, and the value the word held then. A
+  // changed value at the next access means that reader also wrote.
+  Access pending_read;
+  std::uint32_t value_at_read = 0;
   std::uint32_t init_block = 0;  // initcheck: the block run that wrote init_bytes
   std::uint8_t init_bytes = 0;   // bit i: byte i of the word written in that run
 };

@@ -2,8 +2,10 @@
 #include "sim/check/symbolize.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 #include <errno.h>  // program_invocation_name
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,16 +18,6 @@ namespace {
 std::string trim_newline(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   return s;
-}
-
-// Build trees put sources at ../../kernels/x.cu or /abs/path/kernels/x.cu;
-// the part from the project's top-level folder on is what a reader can open.
-std::string project_relative(const std::string& path) {
-  for (const char* top : {"/kernels/", "/tests/", "/include/", "/src/", "/examples/"}) {
-    const std::size_t at = path.rfind(top);
-    if (at != std::string::npos) return path.substr(at + 1);
-  }
-  return path;
 }
 
 // Runs addr2line once for the addresses of one module (offsets from its base).
@@ -53,7 +45,27 @@ void resolve_module(const std::string& module, const std::vector<std::uintptr_t>
   pclose(pipe);
 }
 
+// The running program's file ("/proc/self/exe" would name addr2line's own).
+std::string main_program() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  return n > 0 ? std::string(path, static_cast<std::size_t>(n)) : std::string(program_invocation_name);
+}
+
 }  // namespace
+
+std::string project_relative(const std::string& path) {
+  if (path.empty() || path[0] != '/') {  // relative to the build folder
+    std::size_t start = 0;
+    while (path.compare(start, 3, "../") == 0 || path.compare(start, 2, "./") == 0)
+      start += path[start + 1] == '.' ? 3 : 2;
+    return path.substr(start);
+  }
+  std::size_t first = std::string::npos;
+  for (const char* top : {"/kernels/", "/tests/", "/include/", "/src/", "/examples/"})
+    first = std::min(first, path.find(top));
+  return first == std::string::npos ? path : path.substr(first + 1);
+}
 
 std::string CodeLocation::site() const {
   if (!file.empty() && line > 0) return file + ":" + std::to_string(line);
@@ -77,8 +89,8 @@ std::vector<CodeLocation> symbolize(const std::vector<const void*>& addresses, b
     if (dladdr(reinterpret_cast<const void*>(address), &info) == 0 || info.dli_fname == nullptr) continue;
     if (info.dli_sname != nullptr) result[i].function = info.dli_sname;
     // dladdr names the main program as it was started; addr2line needs a path.
-    const std::string module =
-        std::string(info.dli_fname) == program_invocation_name ? "/proc/self/exe" : info.dli_fname;
+    const std::string name = info.dli_fname;
+    const std::string module = name.empty() || name == program_invocation_name ? main_program() : name;
     Batch& batch = by_module[module];
     batch.offsets.push_back(address - reinterpret_cast<std::uintptr_t>(info.dli_fbase));
     batch.locations.push_back(&result[i]);

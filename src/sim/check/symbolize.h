@@ -18,6 +18,10 @@ struct CodeLocation {
   std::string site() const;
 };
 
+// Build trees name sources ../../kernels/x.cu or /abs/path/kernels/x.cu; the
+// part from the project's top-level folder on is what a reader can open.
+std::string project_relative(const std::string& path);
+
 // `return_address`: the address after a call, as __builtin_return_address
 // gives; the call itself is looked up. Otherwise the address is a function's.
 std::vector<CodeLocation> symbolize(const std::vector<const void*>& addresses, bool return_addresses);
