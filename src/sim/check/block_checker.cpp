@@ -2,6 +2,7 @@
 #include "sim/check/block_checker.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -191,19 +192,22 @@ std::unique_ptr<Finding> BlockChecker::access(std::uintptr_t address, std::size_
 
 std::unique_ptr<Finding> BlockChecker::check_initialised(Region& region, std::uintptr_t address,
                                                          std::size_t size, const void* pc, unsigned thread) {
+  // An access wider than a word that finds some of its bytes written reads a
+  // struct with padding (a {float, int64} pair, say), which no thread writes.
+  std::size_t unwritten = 0;
   for (std::uintptr_t w = address / kWordBytes * kWordBytes; w < address + size; w += kWordBytes) {
     const WordState& word = region.word(w);
     const std::uint8_t written = word.init_block == serial_ ? word.init_bytes : 0;
     const std::uint8_t needed = byte_mask(w, address, size);
-    if ((written & needed) == needed) continue;
-    auto f = std::make_unique<Finding>();
-    describe_access(*f, "initcheck", address, size, AccessKind::read, thread)
-        .text(convkit::detail::concat(" (", offset_text(region, address, size),
-                                      ") that no thread of the block has written, at "))
-        .site(pc);
-    return f;
+    unwritten += static_cast<std::size_t>(std::popcount(static_cast<unsigned>(needed & ~written)));
   }
-  return nullptr;
+  if (unwritten == 0 || (size > kWordBytes && unwritten < size)) return nullptr;
+  auto f = std::make_unique<Finding>();
+  describe_access(*f, "initcheck", address, size, AccessKind::read, thread)
+      .text(convkit::detail::concat(" (", offset_text(region, address, size),
+                                    ") that no thread of the block has written, at "))
+      .site(pc);
+  return f;
 }
 
 void BlockChecker::mark_initialised(Region& region, std::uintptr_t address, std::size_t size) {
@@ -237,8 +241,13 @@ void BlockChecker::check_races(Region& region, std::uintptr_t address, std::size
     std::uint32_t value = 0;
     std::memcpy(&value, reinterpret_cast<const void*>(w), std::min<std::size_t>(kWordBytes, region.end() - w));
     // The last reader wrote too (a read-modify-write reported as its read).
+    // Only kernel code writes a word within one block run, or global memory
+    // within one launch; between them sim poisons shared memory and the host
+    // writes global memory.
     const Access reader = word.pending_read;
-    if (reader.block >= launch_->first_block_serial() && value != word.value_at_read) {
+    const bool same_writers = region.shared() ? reader.block == serial_
+                                              : reader.block >= launch_->first_block_serial();
+    if (same_writers && value != word.value_at_read) {
       report_conflicts(region, w, reader, true);
     }
     word.pending_read = Access{};
