@@ -5,7 +5,7 @@
 # only when it is non-zero, which it never is while the checks are off. So the
 # instrumented kernels cost one load and one predictable branch per access
 # when no check runs (docs/sim.md has the measurements). -g1 adds line tables
-# only, for the reports' source lines. ASan builds have their own shadow at the
+# only, for the reports' source lines, in builds without -g. ASan builds have their own shadow at the
 # same place, so the two exclude each other.
 option(CONVKIT_SIM_CHECKS "Instrument the sim build of the kernels for the sim checks" ON)
 set(convkit_sim_checks ${CONVKIT_SIM_CHECKS})
@@ -24,7 +24,7 @@ set(convkit_sim_check_flags
   -fsanitize-recover=kernel-address
   --param=asan-instrumentation-with-call-threshold=1000000  # inline checks, no calls
   --param=asan-stack=0 --param=asan-globals=0 --param=asan-use-after-return=0
-  -g1)
+  $<$<CONFIG:Release,MinSizeRel>:-g1>)  # debug builds keep their full -g
 
 # convkit_sim_kernel_sources(files...): compile CUDA sources (.cu) with g++ for
 # the sim backend, instrumented for the sim checks when they are on.

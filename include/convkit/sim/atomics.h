@@ -132,23 +132,24 @@ CK_SIM_ATOMIC inline unsigned atomicCAS(unsigned* a, unsigned compare, unsigned 
   return convkit::sim::detail::compare_and_swap(a, compare, val);
 }
 CK_SIM_ATOMIC inline unsigned long long atomicCAS(unsigned long long* a, unsigned long long compare,
-                                    unsigned long long val) {
+                                                  unsigned long long val) {
   CK_SIM_NOTE_ATOMIC(a);
   return convkit::sim::detail::compare_and_swap(a, compare, val);
 }
-CK_SIM_ATOMIC inline unsigned short atomicCAS(unsigned short* a, unsigned short compare, unsigned short val) {
+CK_SIM_ATOMIC inline unsigned short atomicCAS(unsigned short* a, unsigned short compare,
+                                             unsigned short val) {
   CK_SIM_NOTE_ATOMIC(a);
   return convkit::sim::detail::compare_and_swap(a, compare, val);
 }
 
 // ---- min / max
 #define CK_SIM_ATOMIC_MINMAX(type)                                                              \
-  CK_SIM_ATOMIC inline type atomicMin(type* a, type v) {                                                      \
-    CK_SIM_NOTE_ATOMIC(a);                                                      \
+  CK_SIM_ATOMIC inline type atomicMin(type* a, type v) {                                        \
+    CK_SIM_NOTE_ATOMIC(a);                                                                      \
     return convkit::sim::detail::atomic_update(a, [v](type old) { return v < old ? v : old; }); \
   }                                                                                             \
-  CK_SIM_ATOMIC inline type atomicMax(type* a, type v) {                                                      \
-    CK_SIM_NOTE_ATOMIC(a);                                                      \
+  CK_SIM_ATOMIC inline type atomicMax(type* a, type v) {                                        \
+    CK_SIM_NOTE_ATOMIC(a);                                                                      \
     return convkit::sim::detail::atomic_update(a, [v](type old) { return v > old ? v : old; }); \
   }
 CK_SIM_ATOMIC_MINMAX(int)
@@ -173,16 +174,16 @@ CK_SIM_ATOMIC inline unsigned atomicDec(unsigned* a, unsigned limit) {
 
 // ---- bitwise
 #define CK_SIM_ATOMIC_BITWISE(type)                                \
-  CK_SIM_ATOMIC inline type atomicAnd(type* a, type v) {                         \
-    CK_SIM_NOTE_ATOMIC(a);                         \
+  CK_SIM_ATOMIC inline type atomicAnd(type* a, type v) {           \
+    CK_SIM_NOTE_ATOMIC(a);                                         \
     return __atomic_fetch_and(a, v, convkit::sim::detail::kOrder); \
   }                                                                \
-  CK_SIM_ATOMIC inline type atomicOr(type* a, type v) {                          \
-    CK_SIM_NOTE_ATOMIC(a);                          \
+  CK_SIM_ATOMIC inline type atomicOr(type* a, type v) {            \
+    CK_SIM_NOTE_ATOMIC(a);                                         \
     return __atomic_fetch_or(a, v, convkit::sim::detail::kOrder);  \
   }                                                                \
-  CK_SIM_ATOMIC inline type atomicXor(type* a, type v) {                         \
-    CK_SIM_NOTE_ATOMIC(a);                         \
+  CK_SIM_ATOMIC inline type atomicXor(type* a, type v) {           \
+    CK_SIM_NOTE_ATOMIC(a);                                         \
     return __atomic_fetch_xor(a, v, convkit::sim::detail::kOrder); \
   }
 CK_SIM_ATOMIC_BITWISE(int)
