@@ -23,8 +23,9 @@
 // Never write <<<>>> or `extern __shared__` in a kernel file; use launch() and
 // CK_DYNAMIC_SHARED(float, smem), which declares `float* const smem` pointing at
 // the block's dynamic shared memory. Declare static shared arrays as
-// `__shared__ SharedArray<float[16][17]> tile;` so the sim checks see them. Use CONVKIT_SIM_KERNEL (not __CUDA_ARCH__) to tell the
-// emulator build apart; __CUDA_ARCH__ stays undefined under g++.
+// `__shared__ SharedArray<float[16][17]> tile;` so the sim checks see them. Use
+// CONVKIT_SIM_KERNEL (not __CUDA_ARCH__) to tell the emulator build apart;
+// __CUDA_ARCH__ stays undefined under g++.
 #include <cstddef>
 #include <utility>
 

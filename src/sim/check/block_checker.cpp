@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -56,7 +55,7 @@ std::uint8_t byte_mask(std::uintptr_t word_begin, std::uintptr_t address, std::s
 
 BlockChecker::~BlockChecker() {
   mark_static_shared(Marking::none);
-  for (const auto& region : static_shared_) std::free(reinterpret_cast<void*>(region->begin - region->guard_before));
+  for (const auto& region : static_shared_) free_guarded(*region);
 }
 
 BlockChecker::Marking BlockChecker::wanted_marking() const {
@@ -125,23 +124,13 @@ void BlockChecker::warp_synced(unsigned warp, unsigned lanes) {
 
 void* BlockChecker::static_shared_storage(std::size_t bytes, const char* file, int line) {
   constexpr std::size_t kAlign = 64;  // as much as any CUDA type asks for
-  static_assert(kSharedGuard % kAlign == 0, "the front guard keeps the array aligned");
-  const std::size_t total = (kSharedGuard + bytes + kSharedGuard + kAlign - 1) / kAlign * kAlign;
-  auto* base = static_cast<unsigned char*>(std::aligned_alloc(kAlign, total));
-  CK_CHECK(base != nullptr, "sim: out of memory for a ", bytes, "-byte __shared__ array");
-  std::memset(base, 0, total);
-  auto region = std::make_unique<Region>();
-  region->begin = reinterpret_cast<std::uintptr_t>(base + kSharedGuard);
-  region->bytes = bytes;
-  region->guard_before = kSharedGuard;
-  region->guard_after = total - kSharedGuard - bytes;
-  region->kind = RegionKind::static_shared;
+  std::unique_ptr<Region> region = allocate_guarded(bytes, kSharedGuard, kAlign, RegionKind::static_shared);
   region->file = file;
   region->line = line;
   region->tracked = static_marking_ == Marking::tracked;
   if (static_marking_ != Marking::none) mark_region(*region);
   static_shared_.push_back(std::move(region));
-  return base + kSharedGuard;
+  return reinterpret_cast<void*>(static_shared_.back()->begin);
 }
 
 Region* BlockChecker::find_region(std::uintptr_t address) {

@@ -64,15 +64,7 @@ void* global_allocate(std::size_t nbytes) {
     CK_CHECK(p != nullptr, "sim: out of memory allocating ", nbytes, " bytes");
     return p;
   }
-  const std::size_t total = kGuardBytes + round_up(nbytes, kAlign) + kGuardBytes;
-  auto* base = static_cast<unsigned char*>(std::aligned_alloc(kAlign, total));
-  CK_CHECK(base != nullptr, "sim: out of memory allocating ", nbytes, " bytes");
-  auto region = std::make_unique<Region>();
-  region->begin = reinterpret_cast<std::uintptr_t>(base + kGuardBytes);
-  region->bytes = nbytes;
-  region->guard_before = kGuardBytes;
-  region->guard_after = total - kGuardBytes - nbytes;
-  region->kind = RegionKind::global;
+  std::unique_ptr<Region> region = allocate_guarded(nbytes, kGuardBytes, kAlign, RegionKind::global);
   region->tracked = current_checks().racecheck;
   mark_region(*region);
   GlobalRegions& g = global_regions();
@@ -97,7 +89,7 @@ void global_free(void* p) {
   g.by_begin.erase(it);
   lock.unlock();
   unmark_region(*region);
-  std::free(reinterpret_cast<void*>(region->begin - region->guard_before));
+  free_guarded(*region);
 }
 
 }  // namespace convkit::sim

@@ -51,9 +51,10 @@ std::string LaunchChecks::in_block_report() {
   const std::lock_guard lock(mutex_);
   const std::vector<std::string> lines = render(false);
   if (lines.empty()) return "";
-  std::string out = "sim racecheck: " + std::to_string(lines.size()) + " data race" +
-                    (lines.size() == 1 ? "" : "s") + " in kernel " +
-                    Finding().function(kernel_).render() + ":";
+  std::size_t races = 0;
+  for (const auto& [key, entry] : hazards_) races += std::get<1>(key) ? 0 : 1;
+  std::string out = "sim racecheck: " + std::to_string(races) + " data race" + (races == 1 ? "" : "s") +
+                    " in kernel " + Finding().function(kernel_).render() + ":";
   for (const std::string& line : lines) out += "\n  " + line;
   return out;
 }

@@ -1,7 +1,11 @@
 // Describing regions and laying them into the shadow. See regions.h.
 #include "sim/check/regions.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
+
+#include "convkit/core/error.h"
 
 #include "sim/check/shadow.h"
 #include "sim/check/symbolize.h"
@@ -23,6 +27,22 @@ std::string Region::describe() const {
   }
   return os.str();
 }
+
+std::unique_ptr<Region> allocate_guarded(std::size_t bytes, std::size_t guard, std::size_t align, RegionKind kind) {
+  const std::size_t total = (guard + bytes + guard + align - 1) / align * align;
+  auto* base = static_cast<unsigned char*>(std::aligned_alloc(align, total));
+  CK_CHECK(base != nullptr, "sim: out of memory allocating ", bytes, " bytes");
+  std::memset(base, 0, total);
+  auto region = std::make_unique<Region>();
+  region->begin = reinterpret_cast<std::uintptr_t>(base + guard);
+  region->bytes = bytes;
+  region->guard_before = guard;
+  region->guard_after = total - guard - bytes;
+  region->kind = kind;
+  return region;
+}
+
+void free_guarded(const Region& region) { std::free(reinterpret_cast<void*>(region.begin - region.guard_before)); }
 
 void mark_region(const Region& region) {
   shadow_fill(region.begin - region.guard_before, region.guard_before, kShadowGuard);

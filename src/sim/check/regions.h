@@ -4,6 +4,7 @@
 // once racecheck or initcheck needs it, the state of every 4-byte word.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -60,6 +61,13 @@ struct Region {
   // declared at gemm.cu:100)", "the block's 512 bytes of dynamic shared memory".
   std::string describe() const;
 };
+
+// Heap memory for a region: `bytes` between a guard of `guard` bytes before and
+// at least that much after, aligned to `align` (which divides `guard`), zero-
+// filled, and not yet marked. Throws when out of memory. Free it with
+// free_guarded(), after unmark_region().
+std::unique_ptr<Region> allocate_guarded(std::size_t bytes, std::size_t guard, std::size_t align, RegionKind kind);
+void free_guarded(const Region& region);
 
 // Lays the region's guard zones and body into the shadow (shadow.h).
 void mark_region(const Region& region);
