@@ -31,6 +31,8 @@
 // log2(threads)) * eps relative, independent of the mean's size.
 #include "kernels/batchnorm.cuh"
 
+#include <type_traits>
+
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/dispatch.cuh"
 #include "kernels/tensor_view.cuh"
@@ -114,9 +116,12 @@ struct Add {
 };
 
 // A block's combination of one value per thread, valid in thread 0: shuffles
-// within each warp, warp leaders through shared memory, warp 0 finishes.
+// within each warp, warp leaders through shared memory, warp 0 finishes. Acc
+// is deduced from the values alone: warp_partial may be a SharedArray, which
+// converts to a pointer but cannot be deduced from.
 template <typename Acc, typename Combine>
-__device__ __forceinline__ Acc block_reduce(Acc a, Acc identity, Combine combine, Acc* warp_partial) {
+__device__ __forceinline__ Acc block_reduce(Acc a, Acc identity, Combine combine,
+                                            std::type_identity_t<Acc>* warp_partial) {
   const unsigned lane = lane_id(), warp = threadIdx.x / kWarpSize, warps = blockDim.x / kWarpSize;
   a = warp_reduce_down(a, combine);
   if (lane == 0) warp_partial[warp] = a;
@@ -164,7 +169,7 @@ __global__ void stats_v1_thread_per_channel(const T* x, ChannelGeometry g, T* me
 template <typename T>
 __global__ void stats_welford_blocks(const T* x, ChannelGeometry g, T* mean, T* var, T* partial_mean,
                                      T* partial_m2) {
-  __shared__ Welford<T> warp_partial[kWarpSize];
+  __shared__ SharedArray<Welford<T>[kWarpSize]> warp_partial;
   const std::int64_t B = blockDim.x, step = static_cast<std::int64_t>(gridDim.y) * B;
   for (std::int64_t c = blockIdx.x; c < g.C; c += gridDim.x) {
     Welford<T> w{0, T(0), T(0)};
@@ -220,7 +225,7 @@ __global__ void backward_reduce_v1_thread_per_channel(const T* dy, const T* x, c
 template <typename T>
 __global__ void backward_reduce_blocks(const T* dy, const T* x, const T* mean, ChannelGeometry g, T* sum_dy,
                                        T* sum_dy_xmu) {
-  __shared__ T warp_partial[2][kWarpSize];
+  __shared__ SharedArray<T[2][kWarpSize]> warp_partial;
   const std::int64_t B = blockDim.x, step = static_cast<std::int64_t>(gridDim.y) * B;
   for (std::int64_t c = blockIdx.x; c < g.C; c += gridDim.x) {
     const T mu = mean[c];

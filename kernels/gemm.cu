@@ -97,8 +97,8 @@ constexpr int kV2Tile = 16;
 
 template <typename T, bool TA, bool TB>
 __global__ void __launch_bounds__(kV2Tile* kV2Tile) gemm_v2_shared(Operands<T> p) {
-  __shared__ T As[kV2Tile][kV2Tile + 1];  // As[m][k]
-  __shared__ T Bs[kV2Tile][kV2Tile + 1];  // Bs[k][n]
+  __shared__ SharedArray<T[kV2Tile][kV2Tile + 1]> As;  // As[m][k]
+  __shared__ SharedArray<T[kV2Tile][kV2Tile + 1]> Bs;  // Bs[k][n]
   const int tx = threadIdx.x, ty = threadIdx.y;
   const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kV2Tile;
   const std::int64_t n0 = (blockIdx.x % p.n_tiles) * kV2Tile;
@@ -270,8 +270,8 @@ template <typename T, bool TA, bool TB>
 __global__ void __launch_bounds__(v3::kThreads) gemm_v3_register_blocked(Operands<T> p, bool vec) {
   using namespace v3;
   constexpr int V = Vec16<T>::width;
-  __shared__ __align__(16) T As[kTileK][kTileM + kPad];  // As[k][m]
-  __shared__ __align__(16) T Bs[kTileK][kTileN + kPad];  // Bs[k][n]
+  __shared__ __align__(16) SharedArray<T[kTileK][kTileM + kPad]> As;  // As[k][m]
+  __shared__ __align__(16) SharedArray<T[kTileK][kTileN + kPad]> Bs;  // Bs[k][n]
   const int tx = threadIdx.x % kThreadsAlongN;
   const int ty = threadIdx.x / kThreadsAlongN;
   const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kTileM;

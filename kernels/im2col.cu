@@ -128,7 +128,7 @@ template <typename T>
 __global__ void __launch_bounds__(kBiasThreads)
     bias_grad_kernel(const T* __restrict__ dy, T* __restrict__ db, std::int64_t N, std::int64_t K,
                      std::int64_t plane) {
-  __shared__ T partial[kBiasThreads];
+  __shared__ SharedArray<T[kBiasThreads]> partial;
   const int tid = threadIdx.x;
   for (std::int64_t k = blockIdx.x; k < K; k += gridDim.x) {
     // Thread tid visits flat positions tid, tid + 256, ... of the channel's

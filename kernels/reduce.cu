@@ -174,7 +174,7 @@ __global__ void reduce_v3_warp_rows(const T* x, ReduceGeometry g, typename Op::O
 template <typename Op, typename T>
 __global__ void reduce_v3_block_rows(const T* x, ReduceGeometry g, typename Op::Out* out) {
   using Acc = typename Op::Acc;
-  __shared__ Acc warp_partial[kWarpSize];
+  __shared__ SharedArray<Acc[kWarpSize]> warp_partial;
   const Op combine{};
   const unsigned t = threadIdx.x, lane = lane_id(), warp = t / kWarpSize, warps = blockDim.x / kWarpSize;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.y) * blockDim.x;
@@ -205,7 +205,7 @@ inline constexpr unsigned kColumnRows = 8;
 template <typename Op, typename T>
 __global__ void reduce_v3_columns(const T* x, ReduceGeometry g, typename Op::Out* out) {
   using Acc = typename Op::Acc;
-  __shared__ Acc partial[kColumnRows][kWarpSize];
+  __shared__ SharedArray<Acc[kColumnRows][kWarpSize]> partial;
   const Op combine{};
   const unsigned tx = threadIdx.x, ty = threadIdx.y;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.y) * kColumnRows;

@@ -26,6 +26,8 @@
 // relative); cross-entropy forms lse and the loss in double once per row.
 #include "kernels/softmax.cuh"
 
+#include <type_traits>
+
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/device_math.cuh"
 #include "kernels/dispatch.cuh"
@@ -139,8 +141,10 @@ __global__ void softmax_v2_warp_rows(const T* x, T* y, std::int64_t rows, std::i
 
 // The block's (max, sum) from each thread's: shuffles within warps, then every
 // thread merges the warp results in the same order, so all hold the same value.
+// T is deduced from the value alone: warp_partial is a SharedArray, which
+// converts to a pointer but cannot be deduced from.
 template <typename T>
-__device__ __forceinline__ MaxSum<T> block_max_sum(MaxSum<T> s, MaxSum<T>* warp_partial) {
+__device__ __forceinline__ MaxSum<T> block_max_sum(MaxSum<T> s, std::type_identity_t<MaxSum<T>>* warp_partial) {
   s = warp_reduce_all(s, MergeMaxSum<T>{});
   if (lane_id() == 0) warp_partial[threadIdx.x / kWarpSize] = s;
   __syncthreads();
@@ -150,7 +154,7 @@ __device__ __forceinline__ MaxSum<T> block_max_sum(MaxSum<T> s, MaxSum<T>* warp_
 }
 
 template <typename T>
-__device__ __forceinline__ T block_sum(T v, T* warp_partial) {
+__device__ __forceinline__ T block_sum(T v, std::type_identity_t<T>* warp_partial) {
   v = warp_reduce_all(v, Add{});
   if (lane_id() == 0) warp_partial[threadIdx.x / kWarpSize] = v;
   __syncthreads();
@@ -162,7 +166,7 @@ __device__ __forceinline__ T block_sum(T v, T* warp_partial) {
 // ---- v2, inner == 1 and n > 1024: one block per row.
 template <typename T>
 __global__ void softmax_v2_block_rows(const T* x, T* y, std::int64_t rows, std::int64_t n, bool log) {
-  __shared__ MaxSum<T> warp_partial[kWarpsPerBlock];
+  __shared__ SharedArray<MaxSum<T>[kWarpsPerBlock]> warp_partial;
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * n;
     MaxSum<T> s = max_sum_identity<T>();
@@ -215,7 +219,7 @@ __global__ void softmax_backward_v2_warp_rows(const T* g, const T* y, T* gi, std
 template <typename T>
 __global__ void softmax_backward_v2_block_rows(const T* g, const T* y, T* gi, std::int64_t rows, std::int64_t n,
                                                bool log) {
-  __shared__ T warp_partial[kWarpsPerBlock];
+  __shared__ SharedArray<T[kWarpsPerBlock]> warp_partial;
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* gr = g + row * n;
     const T* yr = y + row * n;
@@ -281,8 +285,8 @@ __global__ void cross_entropy_v2_warp_rows(const T* x, const std::int64_t* targe
 template <typename T>
 __global__ void cross_entropy_v2_block_rows(const T* x, const std::int64_t* targets, std::int64_t N, std::int64_t C,
                                             SmoothedTarget q, T* loss, T* lse) {
-  __shared__ MaxSum<T> warp_max_sum[kWarpsPerBlock];
-  __shared__ T warp_sum_x[kWarpsPerBlock];
+  __shared__ SharedArray<MaxSum<T>[kWarpsPerBlock]> warp_max_sum;
+  __shared__ SharedArray<T[kWarpsPerBlock]> warp_sum_x;
   for (std::int64_t row = blockIdx.x; row < N; row += gridDim.x) {
     const T* xr = x + row * C;
     MaxSum<T> s = max_sum_identity<T>();

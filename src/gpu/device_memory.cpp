@@ -58,13 +58,8 @@ void device_synchronize() { CK_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 #else  // sim
 
-void* device_allocate(std::size_t nbytes) {
-  constexpr std::size_t kAlign = 256;  // cudaMalloc's alignment, so vector loads behave alike
-  void* p = std::aligned_alloc(kAlign, (nbytes + kAlign - 1) / kAlign * kAlign);
-  CK_CHECK(p != nullptr, "sim: out of memory allocating ", nbytes, " bytes");
-  return p;
-}
-void device_free(void* ptr, std::size_t) { std::free(ptr); }
+void* device_allocate(std::size_t nbytes) { return sim::global_allocate(nbytes); }
+void device_free(void* ptr, std::size_t) { sim::global_free(ptr); }
 void copy_host_to_device(void* dst, const void* src, std::size_t n) { if (n) std::memcpy(dst, src, n); }
 void copy_device_to_host(void* dst, const void* src, std::size_t n) { if (n) std::memcpy(dst, src, n); }
 void copy_device_to_device(void* dst, const void* src, std::size_t n) { if (n) std::memcpy(dst, src, n); }

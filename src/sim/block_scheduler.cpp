@@ -64,7 +64,8 @@ BlockScheduler* BlockScheduler::running() { return running_scheduler; }
 BlockScheduler::BlockScheduler() = default;
 BlockScheduler::~BlockScheduler() = default;
 
-void BlockScheduler::begin_launch(const GridLaunch& launch, const Schedule& schedule) {
+void BlockScheduler::begin_launch(const GridLaunch& launch, const Schedule& schedule,
+                                  LaunchChecks* checks) {
   launch_ = launch;
   schedule_ = schedule;
   const dim3 b = launch.block;
@@ -78,6 +79,7 @@ void BlockScheduler::begin_launch(const GridLaunch& launch, const Schedule& sche
   warps_.resize((thread_count_ + 31) / 32);
   order_.resize(thread_count_);
   ready_.reset(thread_count_);
+  checker_.begin_launch(checks, thread_count_);
   // The built-in variables are per OS thread; these two stay for the launch.
   blockDim = launch.block;
   gridDim = launch.grid;
@@ -122,8 +124,12 @@ void BlockScheduler::reset_block(uint3 block_index) {
   // -1, so a kernel that reads dynamic shared memory before writing it sees
   // garbage rather than the previous block's values.
   const std::size_t bytes = launch_.dynamic_shared_bytes;
-  dynamic_shared_.reset(static_cast<unsigned char*>(::operator new[](bytes, std::align_val_t{16})));
-  std::memset(dynamic_shared_.get(), 0xFF, bytes);
+  const std::size_t guard = checker_.dynamic_shared_guard();
+  dynamic_shared_.reset(
+      static_cast<unsigned char*>(::operator new[](bytes + 2 * guard, std::align_val_t{16})));
+  dynamic_shared_data_ = dynamic_shared_.get() + guard;
+  std::memset(dynamic_shared_data_, 0xFF, bytes);
+  checker_.begin_block(block_index, dynamic_shared_data_, bytes);
 }
 
 void BlockScheduler::shuffle(unsigned* values, unsigned count) {
@@ -140,7 +146,9 @@ void BlockScheduler::run_block(uint3 block_index) {
   running_thread_ = nullptr;
   switch_to_next();  // returns when the block is over
   running_scheduler = nullptr;
+  checker_.end_block();
   dynamic_shared_.reset();
+  dynamic_shared_data_ = nullptr;
   if (failure_) {
     restart_parked_fibers();
     std::rethrow_exception(std::exchange(failure_, nullptr));
@@ -313,8 +321,28 @@ void BlockScheduler::release_block_barrier() {
     ready_.push(&t);
   }
   at_barrier_count_ = 0;
+  checker_.barrier_released();
 }
 
 unsigned BlockScheduler::active_mask() const { return 1u << (running_thread_->linear % 32); }
+
+// ------------------------------------------------------------ sim checks
+
+void BlockScheduler::check_access(std::uintptr_t address, std::size_t size, AccessKind kind,
+                                  const void* pc) {
+  if (!checker_.active() || running_thread_ == nullptr || failure_) return;
+  std::exception_ptr stop;
+  try {
+    std::unique_ptr<Finding> finding = checker_.access(address, size, kind, pc, running_thread_->linear);
+    if (!finding) return;
+    stop = std::make_exception_ptr(std::move(*finding));
+  } catch (...) {  // no memory for the checker's state
+    stop = std::current_exception();
+  }
+  // Like a GPU fault: this thread goes no further. Its fiber is abandoned and
+  // restarted with the block's other parked fibers (run_block).
+  fail(stop);
+  switch_to_next();
+}
 
 }  // namespace convkit::sim::detail

@@ -27,6 +27,7 @@
 
 #include "convkit/sim/runtime.h"
 #include "convkit/sim/schedule.h"
+#include "sim/check/block_checker.h"
 #include "sim/fiber.h"
 
 namespace convkit::sim::detail {
@@ -111,7 +112,8 @@ class BlockScheduler {
   BlockScheduler& operator=(const BlockScheduler&) = delete;
 
   // Prepares for the blocks of one launch that this OS thread will run.
-  void begin_launch(const GridLaunch& launch, const Schedule& schedule);
+  // `checks` is null when the launch runs no sim checks.
+  void begin_launch(const GridLaunch& launch, const Schedule& schedule, LaunchChecks* checks);
   // Runs one block to completion; throws convkit::Error if it fails.
   void run_block(uint3 block_index);
 
@@ -120,7 +122,15 @@ class BlockScheduler {
   std::uint64_t warp_op(WarpOpKind kind, unsigned mask, std::uint64_t operand, int arg, int width,
                         SourceSite site);
   unsigned active_mask() const;
-  void* dynamic_shared_memory() const { return dynamic_shared_.get(); }
+  // The sim checks (check/): an access that the instrumented kernel reports,
+  // and the storage of a __shared__ array met for the first time on this OS
+  // thread (kept by the checker whether or not checks run). A failed
+  // check ends the running thread there and then; it never returns.
+  void check_access(std::uintptr_t address, std::size_t size, AccessKind kind, const void* pc);
+  void* shared_array_storage(std::size_t bytes, const char* file, int line) {
+    return checker_.static_shared_storage(bytes, file, line);
+  }
+  void* dynamic_shared_memory() const { return dynamic_shared_data_; }
   std::size_t dynamic_shared_bytes() const { return launch_.dynamic_shared_bytes; }
 
  private:
@@ -177,7 +187,10 @@ class BlockScheduler {
   unsigned exited_count_ = 0;
   unsigned at_barrier_count_ = 0;
   ReadyQueue ready_;
+  // With guard zones on both sides under the sim checks.
   std::unique_ptr<unsigned char[], SharedMemoryDeleter> dynamic_shared_;
+  unsigned char* dynamic_shared_data_ = nullptr;
+  BlockChecker checker_;
   std::uint64_t random_state_ = 0;
   std::exception_ptr failure_;
 

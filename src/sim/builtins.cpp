@@ -2,6 +2,7 @@
 // running on this OS thread and hands the call to its scheduler.
 #include "convkit/core/error.h"
 #include "convkit/sim/runtime.h"
+#include "convkit/sim/shared_array.h"
 #include "sim/block_scheduler.h"
 
 namespace convkit::sim {
@@ -25,6 +26,10 @@ std::size_t dynamic_shared_bytes() {
 }
 
 namespace detail {
+
+void* shared_array_storage(std::size_t bytes, const char* file, int line) {
+  return running_block("a __shared__ SharedArray").shared_array_storage(bytes, file, line);
+}
 
 int block_barrier(BarrierKind kind, int predicate, const char* file, int line) {
   return running_block("__syncthreads").block_barrier(kind, predicate, SourceSite{file, line});

@@ -5,12 +5,18 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
+#include <string>
 
 #include "convkit/core/error.h"
+#include "convkit/sim/check.h"
 #include "convkit/sim/runtime.h"
 #include "convkit/sim/schedule.h"
 #include "sim/block_scheduler.h"
+#include "sim/check/finding.h"
+#include "sim/check/launch_checks.h"
+#include "sim/check/regions.h"
 
 namespace convkit::sim {
 namespace {
@@ -54,12 +60,21 @@ void run_grid(const GridLaunch& launch) {
   // another thread changes it meanwhile.
   const Schedule schedule = current_schedule();
   const std::uint64_t block_count = std::uint64_t{launch.grid.x} * launch.grid.y * launch.grid.z;
+  const Checks checks = current_checks();
+  std::unique_ptr<detail::LaunchChecks> launch_checks;
+  if (checks.any()) {
+    launch_checks = std::make_unique<detail::LaunchChecks>(checks, launch.kernel, launch.grid, launch.block);
+    detail::track_global_regions(checks.racecheck);
+  }
 
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
   std::exception_ptr first_error;
 
-#pragma omp parallel if (block_count > 1)
+  // Under the checks the blocks run one after another on this OS thread: the
+  // checks' state of global memory then needs no locking, and conflicts
+  // between blocks are found in the same order every run.
+#pragma omp parallel if (block_count > 1 && !checks.any())
   {
     detail::BlockScheduler& scheduler = detail::BlockScheduler::for_this_thread();
     bool prepared = false;
@@ -69,7 +84,7 @@ void run_grid(const GridLaunch& launch) {
       if (failed.load(std::memory_order_relaxed)) continue;  // a block failed: skip the rest
       try {
         if (!prepared) {
-          scheduler.begin_launch(launch, schedule);
+          scheduler.begin_launch(launch, schedule, launch_checks.get());
           prepared = true;
         }
         scheduler.run_block(block_coordinates(block, launch.grid));
@@ -80,7 +95,18 @@ void run_grid(const GridLaunch& launch) {
       }
     }
   }
-  if (first_error) std::rethrow_exception(first_error);
+  if (first_error) {
+    try {
+      std::rethrow_exception(first_error);
+    } catch (const detail::Finding& finding) {  // a check stopped the launch
+      throw Error(finding.render());
+    }
+  }
+  if (launch_checks) {
+    for (const std::string& warning : launch_checks->across_block_reports()) detail::add_check_warning(warning);
+    const std::string races = launch_checks->in_block_report();
+    if (!races.empty()) throw Error(races);
+  }
 }
 
 }  // namespace convkit::sim

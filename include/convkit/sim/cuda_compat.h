@@ -22,8 +22,10 @@
 //
 // Never write <<<>>> or `extern __shared__` in a kernel file; use launch() and
 // CK_DYNAMIC_SHARED(float, smem), which declares `float* const smem` pointing at
-// the block's dynamic shared memory. Use CONVKIT_SIM_KERNEL (not __CUDA_ARCH__) to tell the
-// emulator build apart; __CUDA_ARCH__ stays undefined under g++.
+// the block's dynamic shared memory. Declare static shared arrays as
+// `__shared__ SharedArray<float[16][17]> tile;` so the sim checks see them. Use
+// CONVKIT_SIM_KERNEL (not __CUDA_ARCH__) to tell the emulator build apart;
+// __CUDA_ARCH__ stays undefined under g++.
 #include <cstddef>
 #include <utility>
 
@@ -42,6 +44,11 @@
 #define CK_DYNAMIC_SHARED(T, name)                                         \
   extern __shared__ __align__(16) unsigned char ck_dynamic_shared_bytes[]; \
   T* const name = reinterpret_cast<T*>(ck_dynamic_shared_bytes)
+
+// Static shared memory: `__shared__ SharedArray<float[16][17]> tile;` is
+// `__shared__ float tile[16][17];` (the sim build checks it; shared_array.h).
+template <typename Array>
+using SharedArray = Array;
 
 // `CK_UNROLL for (...)` asks nvcc to unroll a loop (#pragma unroll); g++
 // rejects that pragma under -Werror, so the sim build leaves unrolling to -O3.
@@ -81,6 +88,7 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared
 #include "convkit/sim/launch.h"
 #include "convkit/sim/qualifiers.h"
 #include "convkit/sim/runtime.h"
+#include "convkit/sim/shared_array.h"
 #include "convkit/sim/sync.h"
 #include "convkit/sim/vector_types.h"
 
@@ -104,6 +112,7 @@ using convkit::sim::make_int4;
 using convkit::sim::make_uint2;
 using convkit::sim::make_uint3;
 using convkit::sim::make_uint4;
+using convkit::sim::SharedArray;
 using convkit::sim::uint2;
 using convkit::sim::uint3;
 using convkit::sim::uint4;

@@ -34,6 +34,7 @@ void launch(void (*kernel)(Params...), sim::dim3 grid, sim::dim3 block, std::siz
   const Closure closure{kernel, std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)};
 
   sim::GridLaunch grid_launch;
+  grid_launch.kernel = reinterpret_cast<const void*>(kernel);
   grid_launch.grid = grid;
   grid_launch.block = block;
   grid_launch.dynamic_shared_bytes = shared_bytes;

@@ -17,6 +17,7 @@ namespace convkit::sim {
 // an exception escaping a kernel thread (rethrown with the block and thread that
 // threw it); the remaining blocks are then skipped.
 struct GridLaunch {
+  const void* kernel = nullptr;  // the __global__ function, named in check reports
   dim3 grid;
   dim3 block;
   std::size_t dynamic_shared_bytes = 0;
@@ -31,6 +32,12 @@ void run_grid(const GridLaunch& launch);
 // exact size, AddressSanitizer reports any overrun. Only valid inside a kernel.
 void* dynamic_shared_memory();
 std::size_t dynamic_shared_bytes();
+
+// Device memory (cudaMalloc/cudaFree for sim): host memory a kernel can use.
+// While a sim check is on (check.h) an allocation is exact-sized between guard
+// zones; otherwise it is rounded up to 256 bytes. Throws when out of memory.
+void* global_allocate(std::size_t nbytes);
+void global_free(void* p);
 
 // Limits that run_grid enforces, the same as current NVIDIA GPUs.
 inline constexpr unsigned kMaxThreadsPerBlock = 1024;

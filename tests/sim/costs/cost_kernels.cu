@@ -25,8 +25,8 @@ __global__ void empty_kernel() {}
 
 __global__ void sgemm_kernel(const float* __restrict__ a, const float* __restrict__ b,
                              float* __restrict__ c, int n) {
-  __shared__ float a_tile[kTile][kTile];
-  __shared__ float b_tile[kTile][kTile];
+  __shared__ SharedArray<float[kTile][kTile]> a_tile;
+  __shared__ SharedArray<float[kTile][kTile]> b_tile;
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int row = static_cast<int>(blockIdx.y) * kTile + ty;
   const int col = static_cast<int>(blockIdx.x) * kTile + tx;
@@ -44,7 +44,7 @@ __global__ void sgemm_kernel(const float* __restrict__ a, const float* __restric
 // The classic block reduction: grid-stride sums, a shuffle tree per warp, the
 // warp sums through shared memory, a last shuffle tree in warp 0.
 __global__ void reduce_kernel(const float* __restrict__ x, std::size_t n, float* __restrict__ out) {
-  __shared__ float warp_sums[kReduceThreads / 32];
+  __shared__ SharedArray<float[kReduceThreads / 32]> warp_sums;
   float sum = 0.0f;
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     sum += x[i];

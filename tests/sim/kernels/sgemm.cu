@@ -13,8 +13,8 @@ constexpr int kTile = 16;
 template <bool kSyncAfterLoad, bool kSyncAfterUse>
 __global__ void sgemm_tiled_kernel(const float* __restrict__ a, const float* __restrict__ b,
                                    float* __restrict__ c, int m, int n, int k) {
-  __shared__ float a_tile[kTile][kTile];
-  __shared__ float b_tile[kTile][kTile];
+  __shared__ SharedArray<float[kTile][kTile]> a_tile;
+  __shared__ SharedArray<float[kTile][kTile]> b_tile;
   const int tx = static_cast<int>(threadIdx.x);
   const int ty = static_cast<int>(threadIdx.y);
   const int row = static_cast<int>(blockIdx.y) * kTile + ty;

@@ -123,4 +123,15 @@ void record_indices(Dim grid, Dim block, unsigned* hits, int* bad);
 // again after a __syncthreads, so tests can see the schedule.
 void record_order(unsigned threads, unsigned* order_before, unsigned* order_after);
 
+// ---- planted_bugs.cu: one bug each for the sim checks (check_test.cpp); the
+// flag gives the correct kernel. Buffers are the caller's; sizes as noted.
+void planted_static_shared_overrun(float* out);                     // out[32]
+void planted_dynamic_shared_overrun(float* out);                    // out[32]
+void planted_global_overrun(float* out, int n);                     // out[n], writes out[n]
+void planted_lost_update(int* out, unsigned threads, bool use_atomic);  // *out = threads
+void planted_neighbour_exchange(int* out, bool barrier);            // out[32]
+void planted_warp_sum(const int* in, int* out, bool syncwarp);      // in[32], *out = sum
+void planted_uninitialised_read(float* out, bool fill_all);         // out[64]
+void planted_blocks_share_a_word(int* out, unsigned blocks, bool use_atomic);
+
 }  // namespace sim_test_kernels

@@ -77,7 +77,7 @@ __global__ void mixed_builtins_kernel(int* out) {
 // __syncwarp from two different lines: fine in CUDA (it is only a barrier), as
 // long as the masks agree. Even lanes publish a value that odd lanes read after.
 __global__ void syncwarp_two_sites_kernel(int* out) {
-  __shared__ int published[32];
+  __shared__ SharedArray<int[32]> published;
   if (threadIdx.x % 2 == 0) {
     published[threadIdx.x] = static_cast<int>(threadIdx.x) * 10;
     __syncwarp();

@@ -1,0 +1,33 @@
+#pragma once
+// Shadow memory for the sim checks: one byte per 8-byte granule of the address
+// space, at CONVKIT_SIM_SHADOW_OFFSET + address / 8, read by the instrumented
+// kernels before every access (GCC's kernel-address instrumentation; see
+// cmake/ConvkitSimCheck.cmake).
+//
+//   0          nothing to check: the kernel goes on without a call.
+//   1..7       only the first n bytes of the granule are in bounds (the tail
+//              of an exact-sized allocation); the compiled check calls the
+//              checker only for an access past them.
+//   kTracked   in bounds, but racecheck or initcheck must see every access.
+//   kGuard     a guard zone: any access is out of bounds.
+// Any non-zero value the compiled check cannot clear calls the checker
+// (access_hooks.cpp), which then decides with the exact bounds of the region.
+#include <cstddef>
+#include <cstdint>
+
+namespace convkit::sim::detail {
+
+inline constexpr std::size_t kGranule = 8;
+inline constexpr unsigned char kShadowTracked = 0xF1;
+inline constexpr unsigned char kShadowGuard = 0xFA;
+
+// Whether this build has shadow memory (the kernels were instrumented).
+bool shadow_available();
+
+// Sets the shadow of the granules that [begin, begin + bytes) touches.
+void shadow_fill(std::uintptr_t begin, std::size_t bytes, unsigned char value);
+// Marks [begin, begin + bytes) in bounds; `begin` is granule-aligned. Untracked
+// memory gets zeros and, for a partial last granule, its count of valid bytes.
+void shadow_mark_body(std::uintptr_t begin, std::size_t bytes, bool tracked);
+
+}  // namespace convkit::sim::detail
