@@ -1,4 +1,14 @@
 option(CONVKIT_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(CONVKIT_FUZZ "Build the libFuzzer harnesses of tests/fuzz (clang; implies CONVKIT_SANITIZE)" OFF)
+if(CONVKIT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "CONVKIT_FUZZ needs clang's libFuzzer: configure with CXX=clang++")
+  endif()
+  # Coverage instrumentation everywhere, so the fuzzer sees into the library;
+  # the harnesses link libFuzzer itself (tests/fuzz/CMakeLists.txt).
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
+  set(CONVKIT_SANITIZE ON)
+endif()
 # Every convkit target links convkit_warnings; third-party headers are included as SYSTEM.
 add_library(convkit_warnings INTERFACE)
 target_compile_options(convkit_warnings INTERFACE
@@ -13,6 +23,12 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_L
   if(CONVKIT_SANITIZE)
     target_compile_options(convkit_warnings INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-uninitialized>)
   endif()
+endif()
+
+# Clang warns when a loop under `omp simd` is not vectorized, which the
+# sanitizers' instrumentation causes; GCC treats the pragma as the hint it is.
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  target_compile_options(convkit_warnings INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-pass-failed>)
 endif()
 
 if(CONVKIT_SANITIZE)
