@@ -23,7 +23,8 @@ set(convkit_sim_check_flags
   -fsanitize=kernel-address -fasan-shadow-offset=${CONVKIT_SIM_SHADOW_OFFSET}
   -fsanitize-recover=kernel-address
   --param=asan-instrumentation-with-call-threshold=1000000  # inline checks, no calls
-  --param=asan-stack=0 --param=asan-globals=0 --param=asan-use-after-return=0
+  --param=asan-stack=1 -fno-sanitize-address-use-after-scope  # redzones around local arrays
+  --param=asan-globals=0 --param=asan-use-after-return=0
   $<$<CONFIG:Release,MinSizeRel>:-g1>)  # debug builds keep their full -g
 
 # convkit_sim_kernel_sources(files...): compile CUDA sources (.cu) with g++ for

@@ -80,6 +80,9 @@ void BlockScheduler::begin_launch(const GridLaunch& launch, const Schedule& sche
   order_.resize(thread_count_);
   ready_.reset(thread_count_);
   checker_.begin_launch(checks, thread_count_);
+  // The kernels' arguments live in launch()'s frame on this stack (one OS
+  // thread runs a checked launch): see Fiber::forget_frames_above.
+  if (checks != nullptr) host_.forget_frames_above(__builtin_frame_address(0));
   // The built-in variables are per OS thread; these two stay for the launch.
   blockDim = launch.block;
   gridDim = launch.grid;
@@ -195,11 +198,13 @@ void BlockScheduler::fiber_loop() {
 void BlockScheduler::run_thread(ThreadSlot& thread) {
   try {
     launch_.body(launch_.closure);
+    return;
   } catch (const std::exception& e) {
     fail("sim: block " + block_name() + ", thread " + thread_name(thread) + ": " + e.what());
   } catch (...) {
     fail(std::current_exception());
   }
+  running_fiber_->forget_frames();  // the kernel's frames were unwound, not returned from
 }
 
 void BlockScheduler::thread_exited(ThreadSlot& thread) {

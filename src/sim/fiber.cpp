@@ -11,6 +11,7 @@
 #include <string>
 
 #include "convkit/core/error.h"
+#include "sim/check/shadow.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -129,9 +130,20 @@ void Fiber::on_first_entry() { finish_switch(nullptr); }
 
 void Fiber::restart() {
   CK_CHECK(stack_ != nullptr, "sim: the OS thread's own context cannot be restarted");
-  forget_stack_state(stack_->low(), stack_->size());
+  forget_frames();
   asan_fake_stack_ = nullptr;
   make_context(context_, stack_->low(), stack_->size(), entry_, argument_);
+}
+
+void Fiber::forget_frames_above(const void* address) {
+  const auto low = reinterpret_cast<std::uintptr_t>(address);
+  const auto high = reinterpret_cast<std::uintptr_t>(stack_low_) + stack_bytes_;
+  if (low < high) shadow_fill(low, high - low, 0);
+}
+
+void Fiber::forget_frames() {
+  forget_stack_state(stack_low_, stack_bytes_);
+  shadow_fill(reinterpret_cast<std::uintptr_t>(stack_low_), stack_bytes_, 0);
 }
 
 }  // namespace convkit::sim::detail

@@ -66,6 +66,15 @@ class Fiber {
   // Used when a block fails and its parked threads will never resume.
   void restart();
 
+  // Forgets the redzones that abandoned frames of instrumented code left on
+  // this fiber's stack (ASan's, or the sim checks' shadow.h), after its frames
+  // were dropped by restart() or unwound by an exception.
+  void forget_frames();
+  // The same for the frames between `address` and the top of the stack: on an
+  // OS thread's own stack, frames that an exception unwound may have left
+  // redzones where live frames now keep their variables.
+  void forget_frames_above(const void* address);
+
  private:
   Context context_;
   std::unique_ptr<FiberStack> stack_;  // null for the OS thread's own stack

@@ -100,6 +100,20 @@ TEST_P(SimCheck, MemcheckStopsAGlobalOverrunByOneElement) {
   expect_contains(message, "at " + bug_site("global-overrun"));
 }
 
+TEST_P(SimCheck, MemcheckStopsALocalArrayOverrun) {
+  const ScopedChecks checks(only(&Checks::memcheck));
+  DeviceBuffer<int> pick(32);
+  DeviceBuffer<float> out(32);
+  for (int t = 0; t < 32; ++t) pick[t] = t % 4;
+  sim_test_kernels::planted_local_overrun(pick.get(), out.get());  // in bounds: clean
+  EXPECT_EQ(out[31], 31.0f * 3);
+  pick[5] = 4;
+  const std::string message = sim_test::error_message([&] { sim_test_kernels::planted_local_overrun(pick.get(), out.get()); });
+  expect_contains(message, "thread (5,0,0) reads 4 bytes");
+  expect_contains(message, "past a local array");
+  expect_contains(message, "at " + bug_site("local-overrun"));
+}
+
 TEST_P(SimCheck, RacecheckReportsALostUpdateThatSimGetsRight) {
   DeviceBuffer<int> out(1);
   sim_test_kernels::planted_lost_update(out.get(), 64, false);  // no check: the bug hides

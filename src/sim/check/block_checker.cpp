@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "convkit/core/error.h"
+#include "sim/check/shadow.h"
 
 namespace convkit::sim::detail {
 namespace {
@@ -157,9 +158,17 @@ Finding& BlockChecker::describe_access(Finding& f, const char* check, std::uintp
 
 std::unique_ptr<Finding> BlockChecker::access(std::uintptr_t address, std::size_t size, AccessKind kind,
                                               const void* pc, unsigned thread) {
-  Region* region = find_region(address);
-  if (region == nullptr) return nullptr;  // poisoned by nobody we know: not ours to judge
   const Checks& checks = launch_->checks();
+  Region* region = find_region(address);
+  if (region == nullptr) {
+    // A redzone that the kernel's compiled code put around one of its local arrays.
+    if (!checks.memcheck || !is_stack_redzone(shadow_byte(address))) return nullptr;
+    auto f = std::make_unique<Finding>();
+    describe_access(*f, "memcheck", address, size, kind, thread)
+        .text(", out of bounds: past a local array, into the guard zone around it on the thread's stack, at ")
+        .site(pc);
+    return f;
+  }
   if (address < region->begin || address + size > region->end()) {
     if (!checks.memcheck) return nullptr;
     auto f = std::make_unique<Finding>();

@@ -43,6 +43,8 @@ __attribute__((constructor(101))) void map_shadow() {
 
 bool shadow_available() { return true; }
 
+unsigned char shadow_byte(std::uintptr_t address) { return *shadow_of(address); }
+
 void shadow_fill(std::uintptr_t begin, std::size_t bytes, unsigned char value) {
   if (bytes == 0) return;
   const std::uintptr_t first = begin / kGranule;
@@ -63,6 +65,7 @@ void shadow_mark_body(std::uintptr_t begin, std::size_t bytes, bool tracked) {
 #else  // built without the instrumentation: nothing reads a shadow
 
 bool shadow_available() { return false; }
+unsigned char shadow_byte(std::uintptr_t) { return 0; }
 void shadow_fill(std::uintptr_t, std::size_t, unsigned char) {}
 void shadow_mark_body(std::uintptr_t, std::size_t, bool) {}
 

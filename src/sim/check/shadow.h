@@ -10,6 +10,8 @@
 //              checker only for an access past them.
 //   kTracked   in bounds, but racecheck or initcheck must see every access.
 //   kGuard     a guard zone: any access is out of bounds.
+//   0xF1-0xF3  the redzones that instrumented kernels put around their local
+//              arrays on entry and take away on return (GCC's asan-stack).
 // Any non-zero value the compiled check cannot clear calls the checker
 // (access_hooks.cpp), which then decides with the exact bounds of the region.
 #include <cstddef>
@@ -18,12 +20,16 @@
 namespace convkit::sim::detail {
 
 inline constexpr std::size_t kGranule = 8;
-inline constexpr unsigned char kShadowTracked = 0xF1;
-inline constexpr unsigned char kShadowGuard = 0xFA;
+inline constexpr unsigned char kShadowTracked = 0xE1;
+inline constexpr unsigned char kShadowGuard = 0xEA;
+
+inline bool is_stack_redzone(unsigned char shadow) { return shadow >= 0xF1 && shadow <= 0xF3; }
 
 // Whether this build has shadow memory (the kernels were instrumented).
 bool shadow_available();
 
+// The shadow byte of the granule holding `address` (0 without shadow memory).
+unsigned char shadow_byte(std::uintptr_t address);
 // Sets the shadow of the granules that [begin, begin + bytes) touches.
 void shadow_fill(std::uintptr_t begin, std::size_t bytes, unsigned char value);
 // Marks [begin, begin + bytes) in bounds; `begin` is granule-aligned. Untracked

@@ -30,6 +30,15 @@ __global__ void dynamic_shared_overrun(float* out) {
   out[t] = smem[t];
 }
 
+// Each thread keeps four partial values in a local array and reads back the
+// one `pick` names; pick = 4 is one past the end.
+__global__ void local_overrun(const int* pick, float* out) {
+  float partial[4];
+  const int t = threadIdx.x;
+  for (int i = 0; i < 4; ++i) partial[i] = static_cast<float>(t * i);
+  out[t] = partial[pick[t]];  // BUG: local-overrun
+}
+
 // `<=` where `<` belongs: the last thread stores out[n].
 __global__ void global_overrun(float* out, int n) {
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
@@ -106,6 +115,9 @@ void planted_static_shared_overrun(float* out) {
 }
 void planted_dynamic_shared_overrun(float* out) {
   convkit::launch(dynamic_shared_overrun, dim3(1), dim3(kThreads), kThreads * sizeof(float), nullptr, out);
+}
+void planted_local_overrun(const int* pick, float* out) {
+  convkit::launch(local_overrun, dim3(1), dim3(kThreads), 0, nullptr, pick, out);
 }
 void planted_global_overrun(float* out, int n) {
   convkit::launch(global_overrun, dim3((n + kThreads) / kThreads), dim3(kThreads), 0, nullptr, out, n);

@@ -128,6 +128,7 @@ void record_order(unsigned threads, unsigned* order_before, unsigned* order_afte
 void planted_static_shared_overrun(float* out);                     // out[32]
 void planted_dynamic_shared_overrun(float* out);                    // out[32]
 void planted_global_overrun(float* out, int n);                     // out[n], writes out[n]
+void planted_local_overrun(const int* pick, float* out);            // pick[32] in 0..4, out[32]
 void planted_lost_update(int* out, unsigned threads, bool use_atomic);  // *out = threads
 void planted_neighbour_exchange(int* out, bool barrier);            // out[32]
 void planted_warp_sum(const int* in, int* out, bool syncwarp);      // in[32], *out = sum
