@@ -7,6 +7,8 @@
 
 #if defined(__CUDACC__)
 #include "gpu/cuda_probe.h"
+#else
+#include "sim/check/shadow.h"
 #endif
 
 namespace convkit::CK_GPU_NS {
@@ -17,6 +19,7 @@ std::vector<BackendInfo> GpuBackend::devices() const { return gpu::cuda_probe().
 #else
 DeviceType GpuBackend::type() const { return DeviceType::sim; }
 std::vector<BackendInfo> GpuBackend::devices() const {
+  if (const char* why = sim::detail::shadow_unusable_reason()) return {{"sim", false, why}};
   return {{"sim", true,
            "CUDA kernels from kernels/*.cu run on the CPU emulator (blocks on " +
                std::to_string(omp_get_max_threads()) + " OpenMP threads, CUDA threads as fibers)"}};

@@ -25,8 +25,12 @@ inline constexpr unsigned char kShadowGuard = 0xEA;
 
 inline bool is_stack_redzone(unsigned char shadow) { return shadow >= 0xF1 && shadow <= 0xF3; }
 
-// Whether this build has shadow memory (the kernels were instrumented).
+// Whether this build has shadow memory (the kernels were instrumented) and
+// it is mapped.
 bool shadow_available();
+// Why the sim kernels cannot run in this process: they are instrumented but
+// the shadow could not be reserved. nullptr when they can.
+const char* shadow_unusable_reason();
 
 // The shadow byte of the granule holding `address` (0 without shadow memory).
 unsigned char shadow_byte(std::uintptr_t address);
