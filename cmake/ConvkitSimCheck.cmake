@@ -13,6 +13,11 @@ if(CONVKIT_SIM_CHECKS AND CONVKIT_SANITIZE)
   message(STATUS "convkit: sim checks off: CONVKIT_SANITIZE builds use AddressSanitizer instead")
   set(convkit_sim_checks OFF)
 endif()
+# The instrumentation flags below are GCC's (clang has no -fasan-shadow-offset).
+if(convkit_sim_checks AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  message(STATUS "convkit: sim checks off: they need GCC's kernel-address instrumentation")
+  set(convkit_sim_checks OFF)
+endif()
 
 # Where the shadow lives: 16 TiB of address space, reserved (not committed)
 # when the library loads, below where Linux places programs and libraries.
