@@ -1,6 +1,7 @@
 // The registry as `convkit devices` and the test suites see it. The GPU count
-// comes from the NVIDIA driver's own files, not from convkit, so a build that
+// comes from the NVIDIA driver's own files and device nodes, not from convkit, so a build that
 // loses its cuda backend on a GPU machine fails here instead of skipping.
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -9,15 +10,23 @@
 namespace convkit {
 namespace {
 
-// GPUs the kernel driver knows, whatever convkit thinks.
+// GPUs the kernel driver knows, whatever convkit thinks: its /proc entries,
+// or, where a sandbox hides /proc/driver (gVisor), its /dev/nvidiaN nodes.
 int driver_gpu_count() {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  int n = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+  int procs = 0, nodes = 0;
+  for (const auto& entry : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
     (void)entry;
-    ++n;
+    ++procs;
   }
-  return n;
+  for (const auto& entry : fs::directory_iterator("/dev", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 6 && name.starts_with("nvidia") &&
+        name.find_first_not_of("0123456789", 6) == std::string::npos)
+      ++nodes;
+  }
+  return std::max(procs, nodes);
 }
 
 std::vector<BackendInfo> of_type(DeviceType type) {

@@ -57,10 +57,18 @@ else()
   run(${SCRATCH_DIR}/no-plugin/bin/convkit devices)
   expect_match("${last_output}" "cuda +not usable +no plugin: libconvkit_cuda.so is not in" "install without plugin")
   message(STATUS "without the plugin: ${last_output}")
-  # The plugin present, the CUDA runtime not found.
-  run(/lib64/ld-linux-x86-64.so.2 --inhibit-cache ${cli} devices)
-  expect_match("${last_output}" "cuda +not usable +plugin [^\n]*libconvkit_cuda.so cannot be loaded[^\n]*libcu"
-               "install without the CUDA runtime")
-  message(STATUS "without the CUDA runtime: ${last_output}")
-  run(/lib64/ld-linux-x86-64.so.2 --inhibit-cache ${cli} summary fmnist-cnn)
+  # The plugin present, the CUDA runtime not found. Where the runtime sits in
+  # a default folder of the loader, no cache is needed to find it, and its
+  # absence cannot be simulated this way: the CLI must still start.
+  set(ld_so /lib64/ld-linux-x86-64.so.2)
+  execute_process(COMMAND ${ld_so} --inhibit-cache --list ${plugin} OUTPUT_VARIABLE deps ERROR_VARIABLE deps)
+  run(${ld_so} --inhibit-cache ${cli} devices)
+  if(deps MATCHES "libcudart[^\n]*(not found|cannot open)")
+    expect_match("${last_output}" "cuda +not usable +plugin [^\n]*libconvkit_cuda.so cannot be loaded[^\n]*libcu"
+                 "install without the CUDA runtime")
+    message(STATUS "without the CUDA runtime: ${last_output}")
+  else()
+    message(STATUS "the CUDA runtime is found without /etc/ld.so.cache here; its absence is not simulated:\n${deps}")
+  endif()
+  run(${ld_so} --inhibit-cache ${cli} summary fmnist-cnn)
 endif()
