@@ -61,6 +61,8 @@ PaddedPlanes padded_output_gradient(const Conv2dDesc& d) {
           (d.R - 1) * d.dilation_h - d.pad_top, (d.S - 1) * d.dilation_w - d.pad_left};
 }
 
+#ifdef CONVKIT_TAP_GEMM
+
 // Writes every float of `dst` once: the source where it lands, zero elsewhere.
 void pad_planes(const float* src, i64 src_rows, i64 src_cols, const PaddedPlanes& dst, float* out) {
   const i64 col_begin = std::max<i64>(0, -dst.left);
@@ -105,8 +107,6 @@ struct Correlation {
   float* out;            // out_channels planes of rows x cols, out_channel_stride apart
   i64 out_channels, rows, cols, out_channel_stride;
 };
-
-#ifdef CONVKIT_TAP_GEMM
 
 // The registers a forward tile is written in: two vectors of one output
 // row per channel, so 16 columns in AVX2's ymm and 32 in AVX-512's zmm.
