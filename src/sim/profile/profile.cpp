@@ -84,6 +84,8 @@ std::string short_kernel_name(const std::string& demangled) {
   for (const std::string noise : {"(anonymous namespace)::", "convkit::gpu_sim::", "convkit::gpu_cuda::"}) {
     for (std::size_t at; (at = name.find(noise)) != std::string::npos;) name.erase(at, noise.size());
   }
+  // A function template's name comes with its return type.
+  if (name.rfind("void ", 0) == 0) name.erase(0, 5);
   // The parameter list starts at the first '(' outside template arguments.
   int depth = 0;
   for (std::size_t i = 0; i < name.size(); ++i) {

@@ -7,7 +7,7 @@ namespace convkit::sim::detail {
 
 void add_launch_profile(const void* kernel, const KernelProfile& launch);
 
-// "gemm_v1<float, false, false>" for "convkit::gpu_sim::(anonymous
+// "gemm_v1<float, false, false>" for "void convkit::gpu_sim::(anonymous
 // namespace)::gemm_v1<float, false, false>(convkit::gpu_sim::...)".
 std::string short_kernel_name(const std::string& demangled);
 
