@@ -55,6 +55,7 @@ TEST_P(SimProfile, CoalescedCopyTouchesFourSectorsPerWarpRequest) {
   expect_requests(p.global_load, 16, kN, 16 * 4);
   expect_requests(p.global_store, 16, kN, 16 * 4);
   EXPECT_EQ(p.global_load.bytes, kN * 4u);
+  EXPECT_EQ(p.global_load.unique_bytes, kN * 4u);
   EXPECT_EQ(p.shared().requests, 0u);
   EXPECT_EQ(p.barriers, 0u);
   EXPECT_EQ(p.fmas, 0u);
@@ -119,8 +120,11 @@ TEST_P(SimProfile, CountsTheMultiplyAddsSpelledWithDevFma) {
   EXPECT_EQ(out[100], 285.0f);
   const KernelProfile p = only_kernel(profile.take(), "dot_products");
   EXPECT_EQ(p.fmas, std::uint64_t{kBlocks} * kThreads * kTerms);
-  // Every lane reads the same word of x (and of y): one sector per request.
+  // Every lane reads the same word of x (and of y): one sector per request,
+  // of which the 4 bytes count once.
   expect_requests(p.global_load, 6 * 2 * kTerms, 6 * 2 * kTerms * 32, 6 * 2 * kTerms);
+  EXPECT_EQ(p.global_load.bytes, 6u * 2 * kTerms * 32 * 4);
+  EXPECT_EQ(p.global_load.unique_bytes, 6u * 2 * kTerms * 4);
 }
 
 TEST_P(SimProfile, LaunchesOfOneKernelAddUpAndNothingIsCountedWhenOff) {

@@ -43,7 +43,8 @@ struct RequestCounts {
   std::uint64_t requests = 0;  // warp-level instructions
   std::uint64_t lanes = 0;     // active lanes, summed over requests
   std::uint64_t sectors = 0;   // global: distinct 32-byte sectors, summed over requests
-  std::uint64_t bytes = 0;     // bytes the lanes asked for, summed
+  std::uint64_t bytes = 0;         // bytes the lanes asked for, summed
+  std::uint64_t unique_bytes = 0;  // distinct bytes per request (a broadcast counts once), summed
   // shared: wavefronts (the request's bank-conflict ways), summed; and the
   // part of them beyond what the request's distinct words need (conflicts).
   std::uint64_t wavefronts = 0;

@@ -97,11 +97,19 @@ void BlockProfiler::count_request(const Issued* first, const Issued* last) {
   c.requests += 1;
   c.lanes += static_cast<std::uint64_t>(last - first);
   units_.clear();
+  spans_.clear();
   const std::uint64_t unit = lead.shared ? kBankBytes : kSectorBytes;
   for (const Issued* i = first; i != last; ++i) {
     const Record& r = *i->record;
     c.bytes += r.size;
+    spans_.emplace_back(r.address, r.address + r.size);
     for (std::uint64_t u = r.address / unit; u <= (r.address + r.size - 1) / unit; ++u) units_.push_back(u);
+  }
+  std::sort(spans_.begin(), spans_.end());
+  std::uintptr_t covered_to = 0;
+  for (const auto& [begin, end] : spans_) {
+    if (end > covered_to) c.unique_bytes += end - std::max(begin, covered_to);
+    covered_to = std::max(covered_to, end);
   }
   std::sort(units_.begin(), units_.end());
   units_.erase(std::unique(units_.begin(), units_.end()), units_.end());

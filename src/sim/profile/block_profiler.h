@@ -58,6 +58,7 @@ class BlockProfiler {
   std::vector<Issued> issued_;
   std::vector<std::pair<const void*, std::uint32_t>> seen_;  // per lane: pc, accesses so far
   std::vector<std::uint64_t> units_;                         // sectors or words of one request
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> spans_;  // [begin, end) of its lanes' accesses
 };
 
 }  // namespace convkit::sim::detail

@@ -35,7 +35,9 @@ std::string request_line(const char* what, const RequestCounts& c, bool shared) 
   } else {
     line += format(", %5.2f sectors/request, %3.0f%% of fetched bytes used",
                    KernelProfile::per_request(c.sectors, c.requests),
-                   c.sectors == 0 ? 0.0 : 100.0 * static_cast<double>(c.bytes) / (kSectorBytes * static_cast<double>(c.sectors)));
+                   c.sectors == 0 ? 0.0
+                                     : 100.0 * static_cast<double>(c.unique_bytes) /
+                                           (kSectorBytes * static_cast<double>(c.sectors)));
   }
   return line + "\n";
 }
@@ -47,6 +49,7 @@ RequestCounts& RequestCounts::operator+=(const RequestCounts& o) {
   lanes += o.lanes;
   sectors += o.sectors;
   bytes += o.bytes;
+  unique_bytes += o.unique_bytes;
   wavefronts += o.wavefronts;
   conflict_wavefronts += o.conflict_wavefronts;
   max_ways = std::max(max_ways, o.max_ways);
