@@ -26,8 +26,11 @@ std::string seconds_text(double s) {
 std::string request_line(const char* what, const RequestCounts& c, bool shared) {
   if (c.requests == 0) return "";
   const auto req = static_cast<unsigned long long>(c.requests);
-  std::string line = format("  %-13s %12llu requests, %5.1f lanes/request", what, req,
-                            KernelProfile::per_request(c.lanes, c.requests));
+  // Bytes per lane show the access width: 4.0 for a float, 16.0 for a float4
+  // that g++ kept whole.
+  std::string line = format("  %-13s %12llu requests, %5.1f lanes/request, %4.1f B/lane", what, req,
+                            KernelProfile::per_request(c.lanes, c.requests),
+                            KernelProfile::per_request(c.bytes, c.lanes));
   if (shared) {
     line += format(", %5.2f wavefronts/request (worst %u-way), %llu conflict wavefronts",
                    KernelProfile::per_request(c.wavefronts, c.requests), c.max_ways,
