@@ -2,7 +2,6 @@
 // the counters of each kernel since the last take_profile(). See
 // convkit/sim/profile.h.
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -23,7 +22,7 @@
 namespace convkit::sim {
 namespace detail {
 
-std::atomic<bool> counting_arithmetic{false};
+bool counting_arithmetic = false;
 
 void add_fmas(std::uint64_t n) {
   if (BlockScheduler* s = BlockScheduler::running()) s->add_fmas(n);
@@ -104,7 +103,7 @@ void set_profiling(bool on) {
   detail::Store& s = detail::store();
   const std::lock_guard lock(s.mutex);
   s.on = on;
-  detail::counting_arithmetic.store(on, std::memory_order_relaxed);
+  detail::counting_arithmetic = on;
 }
 
 bool profiling() {
@@ -112,7 +111,7 @@ bool profiling() {
   const std::lock_guard lock(s.mutex);
   if (!s.on) {
     s.on = detail::from_environment();
-    detail::counting_arithmetic.store(*s.on, std::memory_order_relaxed);
+    detail::counting_arithmetic = *s.on;
   }
   return *s.on;
 }
