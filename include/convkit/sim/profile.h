@@ -72,8 +72,8 @@ struct KernelProfile {
   static double per_request(std::uint64_t total, std::uint64_t requests);
 };
 
-// Profiling for launches from now on. Throws in a build without the
-// instrumentation.
+// Profiling for launches from now on; call it between launches, never while
+// one runs. Throws in a build without the instrumentation.
 void set_profiling(bool on);
 bool profiling();
 
