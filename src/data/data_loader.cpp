@@ -63,7 +63,9 @@ Shape DataLoader::image_shape() const {
   return s;
 }
 
-void DataLoader::start_epoch(std::uint64_t epoch) {
+void DataLoader::start_epoch(std::uint64_t epoch, std::int64_t first_batch) {
+  CK_CHECK(first_batch >= 0 && first_batch <= num_batches(), "DataLoader::start_epoch: first_batch ",
+           first_batch, " is outside [0, ", num_batches(), "]");
   std::vector<std::int64_t> order =
       epoch_order(dataset_->size(), options_.shuffle, options_.seed, epoch);
   {
@@ -72,8 +74,8 @@ void DataLoader::start_epoch(std::uint64_t epoch) {
     epoch_ = epoch;
     order_ = std::move(order);
     ready_.clear();
-    next_to_claim_ = 0;
-    next_to_consume_ = 0;
+    next_to_claim_ = first_batch;
+    next_to_consume_ = first_batch;
     active_ = true;
     started_ = true;
   }
