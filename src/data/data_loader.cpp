@@ -146,13 +146,22 @@ void DataLoader::worker_loop() {
     if (stop_) return;
     const std::int64_t b = next_to_claim_++;
     const std::uint64_t generation = generation_, epoch = epoch_;
-    const std::vector<std::int64_t> indices = batch_indices(b);
-    lock.unlock();
     Ready ready;
+    std::vector<std::int64_t> indices;
+    // Everything that may throw is caught: an exception escaping a worker
+    // would end the process (std::terminate) instead of reaching the consumer.
     try {
-      ready.batch = build_batch(indices, epoch);
+      indices = batch_indices(b);
     } catch (...) {
       ready.error = std::current_exception();
+    }
+    lock.unlock();
+    if (!ready.error) {
+      try {
+        ready.batch = build_batch(indices, epoch);
+      } catch (...) {
+        ready.error = std::current_exception();
+      }
     }
     lock.lock();
     if (generation == generation_ && (ready.batch || ready.error)) {

@@ -147,7 +147,14 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
     std::int64_t step = first_step, skipped = 0;
     while (step < total) {
       const auto wait_start = std::chrono::steady_clock::now();
-      std::optional<data::Batch> batch = train_loader.next();
+      std::optional<data::Batch> batch;
+      try {
+        batch = train_loader.next();
+      } catch (const Error& e) {
+        // The reader names the file; this says where in the run it was met.
+        CK_FAIL("fit: epoch ", epoch + 1, ", step ", step + 1, ": loading the batch failed: ",
+                e.what());
+      }
       if (!batch) break;
       if (profiler) profiler->data_wait(seconds_since(wait_start));
       const Tensor images = batch->images.to(device);

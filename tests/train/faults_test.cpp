@@ -3,6 +3,7 @@
 // a step is named (step, layer, tensor) or skipped and counted.
 #include <sys/wait.h>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <limits>
@@ -231,6 +232,57 @@ TEST(NonFinite, SkipStepCountsAndLeavesTheWeightsAlone) {
   EXPECT_EQ(h.epochs[1].at("skipped_steps"), 2);
   EXPECT_TRUE(std::isfinite(h.epochs[1].at("loss")));  // the skipped losses are left out
   EXPECT_EQ(flat_weights(*model), snapshot->after_step_6);
+}
+
+// ---- A corrupt file found mid-epoch by a loader worker
+
+int thread_count() {
+  return static_cast<int>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                                        std::filesystem::directory_iterator()));
+}
+
+TEST(LoaderFault, CorruptFileMidEpochNamesThePathAndShutsDownCleanly) {
+  TempDir dir;
+  // 2 classes x 12 gray 8x8 PNGs; one file of class b is cut short.
+  for (const char* cls : {"a", "b"}) {
+    std::filesystem::create_directories(dir.file(cls));
+    for (int i = 0; i < 12; ++i) {
+      testing::Bytes px(64, static_cast<std::uint8_t>(cls[0] == 'a' ? 40 : 200));
+      testing::write_bytes(dir.file(std::string(cls) + "/img" + std::to_string(i) + ".png"),
+                           testing::png_bytes(8, 8, 1, px));
+    }
+  }
+  const std::string corrupt = dir.file("b/img7.png");
+  testing::Bytes cut = testing::read_bytes(corrupt);
+  cut.resize(cut.size() / 2);
+  testing::write_bytes(corrupt, cut);
+
+  auto model = std::make_shared<nn::Sequential>();
+  model->push_back(std::make_shared<nn::Flatten>());
+  model->push_back(std::make_shared<nn::Linear>(3 * 8 * 8, 2));
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.01));
+  // A first run without workers starts whatever threads training itself
+  // keeps (OpenMP's), so that the count below is the loader's alone.
+  data::DataLoader warm_up(std::make_shared<data::TensorDataset>(
+                               zeros({8, 3, 8, 8}), zeros({8}, DType::int64), 2),
+                           loader_options(4));
+  train::fit(*model, opt, warm_up, quiet(1));
+
+  const int threads_before = thread_count();
+  const auto start = std::chrono::steady_clock::now();
+  {
+    auto folder = std::make_shared<data::ImageFolder>(dir.path());
+    data::DataLoaderOptions lo = loader_options(4, /*shuffle=*/false);
+    lo.workers = 3;
+    data::DataLoader loader(folder, lo);
+    // Unshuffled, in sorted path order (img0, img1, img10, img11, img2, ...):
+    // b/img7.png is example 12 + 9 = 21, in the sixth batch of 4.
+    EXPECT_ERROR_MENTIONS(train::fit(*model, opt, loader, quiet(2)), "fit: epoch 1, step 6",
+                          corrupt);
+    EXPECT_GT(thread_count(), threads_before);  // the workers, until the loader goes
+  }
+  EXPECT_EQ(thread_count(), threads_before);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);
 }
 
 }  // namespace
