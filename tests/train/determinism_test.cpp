@@ -12,12 +12,12 @@ using testing::loader_options;
 using testing::quadrant_dataset;
 using testing::quiet;
 
-struct Run {
+struct RunResult {
   std::vector<double> losses, accuracies;
   std::vector<float> weights;
 };
 
-Run train_once(Device device) {
+RunResult train_once(Device device) {
   manual_seed(21);
   auto model = std::make_shared<nn::Sequential>();
   model->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 6, 3).padding(1)));
@@ -36,7 +36,7 @@ Run train_once(Device device) {
   train::FitOptions o = quiet(3);
   o.device = device;
   const train::History h = train::fit(*model, opt, loader, o);
-  Run run;
+  RunResult run;
   run.losses = h.metric("loss");
   run.accuracies = h.metric("accuracy");
   for (const auto& [name, t] : model->state_dict()) {
@@ -50,7 +50,7 @@ Run train_once(Device device) {
 class Determinism : public ::testing::TestWithParam<Device> {};
 
 TEST_P(Determinism, SameSeedDeviceAndThreadsGiveTheSameBits) {
-  const Run a = train_once(GetParam()), b = train_once(GetParam());
+  const RunResult a = train_once(GetParam()), b = train_once(GetParam());
   ASSERT_EQ(a.losses.size(), 3u);
   // Exact comparisons: the same bits, not merely close values.
   EXPECT_EQ(a.losses, b.losses);
