@@ -1,11 +1,13 @@
 #pragma once
-// fit()'s check for a NaN or Inf loss or gradient. The check proper is one
-// device scalar per step, loss + sum of every gradient's sum in float64, read
-// once: NaN and Inf survive any sum, so a finite total clears the step with
-// one reduction per gradient and one device wait. Only when the total is not
-// finite does locate_nonfinite() look element by element (on the cpu) for
-// the tensor to blame; a total that overflowed although every element is
-// finite clears the step too.
+// fit()'s check for a NaN or Inf loss or gradient. On the cpu each tensor
+// is scanned in place, one vectorised pass summing x * 0 (0 for finite x,
+// NaN otherwise). On other devices the check is one device scalar per step,
+// loss + sum of every gradient's sum in float64, read once: NaN and Inf
+// survive any sum, so a finite total clears the step with one reduction per
+// gradient and one device wait. Only when the check fails does
+// locate_nonfinite() look element by element (on the cpu) for the tensor to
+// blame; a device total that overflowed although every element is finite
+// clears the step too.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,8 +18,8 @@ namespace convkit::nn { class Module; }
 
 namespace convkit::train::detail {
 
-// Whether loss + every parameter gradient is finite, as far as one summed
-// scalar can tell (see above).
+// Whether the loss and every parameter gradient are finite (on devices
+// other than the cpu, as far as one summed scalar can tell; see above).
 bool step_sum_is_finite(const nn::Module& model, const Tensor& loss);
 
 // The first non-finite tensor of the step, in the order the trouble spreads:
