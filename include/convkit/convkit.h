@@ -7,6 +7,7 @@
 #include "convkit/core/error.h"
 #include "convkit/core/philox.h"
 #include "convkit/core/shape.h"
+#include "convkit/core/memory.h"
 #include "convkit/core/storage.h"
 #include "convkit/core/tensor.h"
 #include "convkit/backend/backend.h"

@@ -2,6 +2,7 @@
 // a node are summed until every edge into it has delivered, then the node
 // runs. Ready nodes run newest first, as PyTorch's engine does.
 #include <queue>
+#include "core/op_scope.h"
 #include <unordered_map>
 #include <unordered_set>
 
@@ -58,6 +59,7 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
       Tensor g = std::move(it->second);
       pending.erase(it);
       if (t_observer) t_observer->before_node(*n);
+      const detail::OpScope op_scope(n->name().c_str());
       grads = n->apply(g);
       if (t_observer) t_observer->after_node(*n);
     }

@@ -2,6 +2,7 @@
 // loss and accuracy and the training speed, and (with --out) keeps a CSV log
 // and checkpoints.
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "convkit/ops/factory.h"
 #include "convkit/optim/lr_scheduler.h"
 #include "convkit/train/callbacks.h"
+#include "convkit/io/checkpoint.h"
 #include "convkit/train/fit.h"
 
 namespace convkit::cli {
@@ -64,6 +66,8 @@ constexpr const char* kTrainUsage =
     "  --limit N         train on N images (a seeded subset); --test-limit N likewise\n"
     "  --no-validation   skip the validation pass after each epoch\n"
     "  --out DIR         write log.csv, last.ckpt, best.ckpt (and profile.txt)\n"
+    "  --resume CKPT     continue the run that saved CKPT (its last.ckpt) with the same options;\n"
+    "                    SIGINT or SIGTERM stops a run at the end of a step and saves last.ckpt\n"
     "  --profile         per-layer forward/backward times\n"
     "  --progress P      auto (default: a bar on a terminal, else a line per epoch), bar, lines, none\n"
     "  --json            end with one line of JSON\n";
@@ -79,7 +83,8 @@ int run_train(const Args& args) {
                       {"epochs", true}, {"lr", true}, {"optimizer", true}, {"schedule", true},
                       {"augment", false}, {"workers", true}, {"seed", true}, {"out", true},
                       {"profile", false}, {"json", false}, {"no-validation", false},
-                      {"limit", true}, {"test-limit", true}, {"progress", true}});
+                      {"limit", true}, {"test-limit", true}, {"progress", true},
+                      {"resume", true}});
   p.expect_positional(1, 1, "MODEL (one of the zoo's models; see 'convkit summary')");
   const std::string model_name = p.positional()[0];
   const models::ModelInfo& info = models::info(model_name);
@@ -133,8 +138,28 @@ int run_train(const Args& args) {
 
   std::unique_ptr<optim::Optimizer> optimizer =
       make_optimizer(optimizer_name, model->parameters(), lr);
+  std::shared_ptr<optim::LRScheduler> scheduler;
+  if (schedule == "cosine")  // decays to zero over the run: the last epochs fine-tune with small steps
+    scheduler = std::make_shared<optim::CosineAnnealingLR>(*optimizer, epochs);
   train::FitOptions fit;
   fit.epochs = epochs;
+  fit.stop_on_signal = true;
+  const auto resume = p.value("resume");
+  if (resume) {
+    // The schedule above holds the base rates; the saved optimizer state
+    // holds the decayed ones, which set_last_epoch rewrites.
+    const io::Checkpoint ck = io::load_checkpoint(*resume);
+    CK_CHECK(!ck.optimizer_spec.empty(), "train: --resume ", *resume,
+             " holds no optimizer state, so the run cannot continue from it");
+    CK_CHECK(ck.epoch < epochs, "train: --resume ", *resume, " has finished ", ck.epoch,
+             " of the run's epochs; --epochs must be more than that, got ", epochs);
+    model->load_state_dict(ck.model_state);
+    optimizer->load_state_dict(ck.optimizer_state);
+    io::restore_generator(ck);
+    if (scheduler) scheduler->set_last_epoch(ck.epoch);
+    fit.initial_epoch = ck.epoch;
+    fit.initial_step = ck.step;
+  }
   fit.device = device;
   fit.profile = p.flag("profile");
   if (!p.flag("no-validation")) fit.validation = &test_loader;
@@ -142,16 +167,12 @@ int run_train(const Args& args) {
                  : progress == "lines" ? train::ProgressMode::lines
                  : progress == "none"  ? train::ProgressMode::none
                                        : train::ProgressMode::automatic;
-  if (schedule == "cosine") {
-    // Decays to zero over the run: the last epochs fine-tune with small steps.
-    fit.callbacks.push_back(std::make_shared<train::LRSchedulerCallback>(
-        std::make_shared<optim::CosineAnnealingLR>(*optimizer, epochs)));
-  }
+  if (scheduler) fit.callbacks.push_back(std::make_shared<train::LRSchedulerCallback>(scheduler));
   const auto out_dir = p.value("out");
   if (out_dir) {
     std::filesystem::create_directories(*out_dir);
     fit.callbacks.push_back(std::make_shared<train::CSVLogger>(
-        (std::filesystem::path(*out_dir) / "log.csv").string()));
+        (std::filesystem::path(*out_dir) / "log.csv").string(), resume.has_value()));
     train::ModelCheckpointOptions ck;
     ck.directory = *out_dir;
     ck.monitor = fit.validation ? "val_accuracy" : "accuracy";
@@ -174,6 +195,17 @@ int run_train(const Args& args) {
   std::fflush(stdout);
 
   const train::History history = train::fit(*model, *optimizer, train_loader, fit);
+  if (history.interrupted) {
+    const train::Interruption& at = *history.interrupted;
+    std::fprintf(stderr, "train: stopped by %s after step %lld of epoch %lld%s\n",
+                 at.signal == SIGTERM ? "SIGTERM" : at.signal == SIGINT ? "SIGINT" : "a stop request",
+                 static_cast<long long>(at.step), static_cast<long long>(at.epoch + 1),
+                 out_dir ? ("; continue with --resume " + (std::filesystem::path(*out_dir) / "last.ckpt").string())
+                               .c_str()
+                         : "");
+    std::fflush(stdout);
+    return 128 + (at.signal ? at.signal : SIGINT);
+  }
   const train::EvalResult test = train::evaluate(*model, test_loader);
 
   double train_seconds = 0, train_images = 0;

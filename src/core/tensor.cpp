@@ -1,5 +1,6 @@
 // Tensor geometry, views, copies and the autograd members.
 #include "convkit/core/tensor.h"
+#include "core/op_scope.h"
 
 #include <algorithm>
 #include <cstring>
@@ -24,7 +25,8 @@ Tensor Tensor::empty(const Shape& shape, TensorOptions opts) {
   CK_CHECK(numel <= Shape::kMaxShapeProduct / element_bytes, "empty: shape ", shape, " of ", opts.dtype_,
            " would take ", numel, " x ", element_bytes, " bytes, more than 2^62");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = Storage::allocate(static_cast<std::size_t>(numel * element_bytes), opts.device_);
+  impl->storage = Storage::allocate(static_cast<std::size_t>(numel * element_bytes), opts.device_,
+                                    &shape, opts.dtype_);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = opts.dtype_;
@@ -288,6 +290,7 @@ Tensor Tensor::contiguous() const {
 // ---------------------------------------------------------------- copies
 
 Tensor Tensor::clone() const {
+  const detail::OpScope op_scope("clone");
   Tensor out = detail::new_empty(shape(), *this);
   detail::backend_of(*this).unary(UnaryOp::copy, *this, out);
   return record(out, "CloneBackward", {*this}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
@@ -313,6 +316,7 @@ void copy_across_devices(const Tensor& src, const Tensor& dst) {
 
 Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
+  const detail::OpScope op_scope("to(device)");
   Tensor src = contiguous();
   Tensor out = Tensor::empty(shape(), TensorOptions().dtype(dtype()).device(device));
   {
@@ -326,6 +330,7 @@ Tensor Tensor::to(Device device) const {
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == this->dtype()) return *this;
+  const detail::OpScope op_scope("to(dtype)");
   Tensor out = detail::new_empty(shape(), *this, dtype);
   detail::backend_of(*this).unary(UnaryOp::copy, *this, out);
   if (!is_floating(dtype)) return out;  // integers carry no gradient

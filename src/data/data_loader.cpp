@@ -63,7 +63,9 @@ Shape DataLoader::image_shape() const {
   return s;
 }
 
-void DataLoader::start_epoch(std::uint64_t epoch) {
+void DataLoader::start_epoch(std::uint64_t epoch, std::int64_t first_batch) {
+  CK_CHECK(first_batch >= 0 && first_batch <= num_batches(), "DataLoader::start_epoch: first_batch ",
+           first_batch, " is outside [0, ", num_batches(), "]");
   std::vector<std::int64_t> order =
       epoch_order(dataset_->size(), options_.shuffle, options_.seed, epoch);
   {
@@ -72,8 +74,8 @@ void DataLoader::start_epoch(std::uint64_t epoch) {
     epoch_ = epoch;
     order_ = std::move(order);
     ready_.clear();
-    next_to_claim_ = 0;
-    next_to_consume_ = 0;
+    next_to_claim_ = first_batch;
+    next_to_consume_ = first_batch;
     active_ = true;
     started_ = true;
   }
@@ -144,13 +146,22 @@ void DataLoader::worker_loop() {
     if (stop_) return;
     const std::int64_t b = next_to_claim_++;
     const std::uint64_t generation = generation_, epoch = epoch_;
-    const std::vector<std::int64_t> indices = batch_indices(b);
-    lock.unlock();
     Ready ready;
+    std::vector<std::int64_t> indices;
+    // Everything that may throw is caught: an exception escaping a worker
+    // would end the process (std::terminate) instead of reaching the consumer.
     try {
-      ready.batch = build_batch(indices, epoch);
+      indices = batch_indices(b);
     } catch (...) {
       ready.error = std::current_exception();
+    }
+    lock.unlock();
+    if (!ready.error) {
+      try {
+        ready.batch = build_batch(indices, epoch);
+      } catch (...) {
+        ready.error = std::current_exception();
+      }
     }
     lock.lock();
     if (generation == generation_ && (ready.batch || ready.error)) {

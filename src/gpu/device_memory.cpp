@@ -2,21 +2,62 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <string>
 
+#include "convkit/backend/kernel_launch.h"
 #include "core/block_cache.h"
 
 namespace convkit::CK_GPU_NS {
 
 #if defined(__CUDACC__)
 
-#define CK_CUDA_CHECK(call)                                                                  \
-  do {                                                                                       \
-    const cudaError_t status_ = (call);                                                      \
-    CK_CHECK(status_ == cudaSuccess, #call " failed: ", cudaGetErrorName(status_), ": ",     \
-             cudaGetErrorString(status_));                                                   \
+#define CK_CUDA_CHECK(call)                                       \
+  do {                                                            \
+    const cudaError_t status_ = (call);                           \
+    if (status_ != cudaSuccess) cuda_call_failed(#call, status_); \
   } while (0)
 
 namespace {
+
+// Errors raised inside a kernel (a bad address, a trap, an assert) are
+// sticky: the context is lost and every later CUDA call fails with the same
+// code. The first such error is reported with the kernel launched last on
+// this thread, the likely culprit; the calls after it say that they fail
+// because of it, so none of them reads as a fault of its own.
+bool is_sticky(cudaError_t status) {
+  switch (status) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::mutex g_sticky_mutex;
+std::string g_sticky_first;  // the first sticky error's message; empty while none
+
+[[noreturn]] void cuda_call_failed(const char* call, cudaError_t status) {
+  const std::string what = detail::concat(call, " failed: ", cudaGetErrorName(status), ": ",
+                                          cudaGetErrorString(status));
+  if (!is_sticky(status)) CK_FAIL(what);
+  const std::lock_guard lock(g_sticky_mutex);
+  if (!g_sticky_first.empty())
+    CK_FAIL(what, " (the CUDA context was lost earlier: ", g_sticky_first, ")");
+  const std::string last = detail::last_launch();
+  g_sticky_first = what + (last.empty() ? std::string() : "; the last kernel launched was " + last);
+  CK_FAIL(g_sticky_first,
+          ". A kernel fault is sticky: every later CUDA call in this process fails; restart it "
+          "(compute-sanitizer finds the faulting access)");
+}
 
 // cudaMalloc and cudaFree synchronise the device and cost tens of
 // microseconds, and a training step frees and reallocates the same sizes every

@@ -16,12 +16,22 @@ namespace {
 
 constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
 
+std::atomic<IoFaultHook> g_fault_hook{nullptr};
+
+// 0, or the errno an injected fault fails this call with.
+int injected_fault(IoStage stage, std::uint64_t bytes) {
+  const IoFaultHook hook = g_fault_hook.load(std::memory_order_acquire);
+  return hook ? hook(stage, bytes) : 0;
+}
+
 std::string parent_dir(const std::string& path) {
   const std::string dir = std::filesystem::path(path).parent_path().string();
   return dir.empty() ? "." : dir;
 }
 
 }  // namespace
+
+IoFaultHook set_io_fault_hook(IoFaultHook hook) { return g_fault_hook.exchange(hook); }
 
 AtomicFile::AtomicFile(std::string path, std::string op) : path_(std::move(path)), op_(std::move(op)) {
   CK_CHECK(!path_.empty(), op_, ": the path is empty");
@@ -61,6 +71,9 @@ void AtomicFile::fail(const std::string& what, int error) const {
 void AtomicFile::flush() {
   std::size_t done = 0;
   while (done < buffer_.size()) {
+    if (const int fault = injected_fault(IoStage::write, flushed_ + done)) {
+      fail("writing '" + temp_ + "' failed", fault);
+    }
     const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -68,6 +81,7 @@ void AtomicFile::flush() {
     }
     done += static_cast<std::size_t>(n);
   }
+  flushed_ += done;
   buffer_.clear();
 }
 
@@ -87,10 +101,14 @@ void AtomicFile::write(const void* data, std::size_t n) {
 void AtomicFile::commit() {
   CK_CHECK(!committed_, op_, ": '", path_, "': committed twice");
   flush();
+  if (const int fault = injected_fault(IoStage::fsync, flushed_))
+    fail("fsync of '" + temp_ + "' failed", fault);
   if (::fsync(fd_) != 0) fail("fsync of '" + temp_ + "' failed", errno);
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) fail("closing '" + temp_ + "' failed", errno);
+  if (const int fault = injected_fault(IoStage::rename, flushed_))
+    fail("renaming '" + temp_ + "' over it failed", fault);
   if (::rename(temp_.c_str(), path_.c_str()) != 0) fail("renaming '" + temp_ + "' over it failed", errno);
   committed_ = true;
   // Make the rename durable. Some file systems cannot fsync a directory; the

@@ -12,6 +12,18 @@
 
 namespace convkit::io::detail {
 
+// A test seam for I/O faults (a full disk, an I/O error, a crash at a chosen
+// point of a save). When set, it is called before each system call that
+// writes, syncs or publishes an AtomicFile, with the bytes written so far;
+// a non-zero return is an errno value that the call then fails with, as the
+// system would report it. The hook may also end the process (raise SIGKILL)
+// to crash at that exact point. Unset, the cost is one atomic load per
+// flush of the 1 MiB buffer.
+enum class IoStage { write, fsync, rename };
+using IoFaultHook = int (*)(IoStage stage, std::uint64_t bytes_so_far);
+// Returns the previous hook; nullptr removes it.
+IoFaultHook set_io_fault_hook(IoFaultHook hook);
+
 class AtomicFile {
  public:
   // `op` names the caller in errors ("save_checkpoint").
@@ -33,7 +45,8 @@ class AtomicFile {
   std::string path_, temp_, op_;
   int fd_ = -1;
   std::vector<char> buffer_;
-  std::uint64_t written_ = 0;
+  std::uint64_t written_ = 0;  // handed to write()
+  std::uint64_t flushed_ = 0;  // handed to the file system
   bool committed_ = false;
 };
 

@@ -2,6 +2,7 @@
 // unary kernels with hand-written backwards), softmax and log_softmax (a
 // dedicated stable kernel along any dim).
 #include "convkit/ops/elementwise.h"
+#include "core/op_scope.h"
 #include "convkit/ops/factory.h"
 #include "convkit/ops/nn_functional.h"
 #include "ops/op_helpers.h"
@@ -15,6 +16,7 @@ using V = std::vector<Tensor>;
 namespace {
 
 Tensor unary(UnaryOp op, const char* name, const Tensor& x, double a) {
+  const detail::OpScope op_scope(name);
   detail::check_floating(name, x);
   Tensor out = detail::new_empty(x.shape(), x);
   if (out.numel() > 0) detail::backend_of(x).unary(op, x, out, a, 0);
@@ -26,6 +28,7 @@ Tensor positive(const Tensor& x) {
 }
 
 Tensor softmax_impl(const Tensor& x, std::int64_t dim, bool log, const char* name) {
+  const detail::OpScope op_scope(name);
   detail::check_floating(name, x);
   CK_CHECK(x.dim() >= 1, name, ": expected a tensor with at least 1 dim, got a scalar");
   const std::int64_t d = wrap_dim(dim, x.dim(), name);

@@ -3,6 +3,7 @@
 // backward is the closed-form one (two passes: per-channel sums, then the
 // input gradient), not a chain of elementwise ops.
 #include <cmath>
+#include "core/op_scope.h"
 
 #include "convkit/ops/elementwise.h"
 #include "convkit/ops/factory.h"
@@ -34,6 +35,7 @@ Tensor channel_tensor(const Tensor& x) { return detail::new_empty({x.size(1)}, x
 Tensor batch_norm_impl(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                        const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps,
                        bool relu) {
+  const detail::OpScope op_scope(relu ? "batch_norm_relu" : "batch_norm");
   detail::check_floating("batch_norm", x);
   CK_CHECK(x.dim() >= 2, "batch_norm: expected an input of shape [N, C] or [N, C, H, W], got ", x.shape());
   check_channel_tensor(x, running_mean, "running_mean");

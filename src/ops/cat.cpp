@@ -1,6 +1,7 @@
 // Concatenation: copy each input into its slice of a new tensor; the backward
 // hands each input the matching slice of the gradient.
 #include "convkit/ops/nn_functional.h"
+#include "core/op_scope.h"
 #include "ops/op_helpers.h"
 
 namespace convkit {
@@ -9,6 +10,7 @@ using autograd::record;
 using V = std::vector<Tensor>;
 
 Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  const detail::OpScope op_scope("cat");
   CK_CHECK(!tensors.empty(), "cat: expected at least one tensor");
   const Tensor& first = tensors.front();
   detail::check_defined("cat", first, "tensor 0");

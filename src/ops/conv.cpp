@@ -1,6 +1,7 @@
 // conv2d: argument checks, 'same' padding, algorithm selection, workspace,
 // and the backward that runs the same algorithm's two backward passes.
 #include "convkit/ops/conv.h"
+#include "core/op_scope.h"
 
 #include "convkit/ops/conv_algo.h"
 #include "convkit/ops/factory.h"
@@ -54,6 +55,7 @@ Conv2dDesc make_conv2d_desc(const Shape& x, const Shape& w, const Conv2dParams& 
 }
 
 Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const Conv2dParams& params) {
+  const detail::OpScope op_scope("conv2d");
   detail::check_same("conv2d", x_in, w_in);
   detail::check_floating("conv2d", x_in);
   const Conv2dDesc d = make_conv2d_desc(x_in.shape(), w_in.shape(), params);

@@ -2,6 +2,7 @@
 // Philox stream at the generator's current (seed, offset), so every backend
 // draws the same mask for the same seed; the backward multiplies by it again.
 #include "convkit/ops/elementwise.h"
+#include "core/op_scope.h"
 #include "convkit/ops/factory.h"
 #include "convkit/ops/nn_functional.h"
 #include "ops/op_helpers.h"
@@ -12,6 +13,7 @@ using autograd::record;
 using V = std::vector<Tensor>;
 
 Tensor dropout(const Tensor& x, double p, bool training) {
+  const detail::OpScope op_scope("dropout");
   detail::check_floating("dropout", x);
   CK_CHECK(p >= 0 && p <= 1, "dropout: probability p must be in [0, 1], got ", p);
   if (!training || p == 0) return x;  // as torch: the input itself, no draw from the generator

@@ -1,5 +1,6 @@
 // Elementwise ops: broadcast, run the backend kernel, record the backward.
 #include "convkit/ops/elementwise.h"
+#include "core/op_scope.h"
 
 #include "convkit/ops/factory.h"
 #include "convkit/ops/reduce.h"
@@ -15,6 +16,7 @@ using V = std::vector<Tensor>;
 namespace {
 
 Tensor binary_op(BinaryOp op, const char* name, const Tensor& a, const Tensor& b) {
+  const detail::OpScope op_scope(name);
   detail::check_same(name, a, b);
   detail::check_floating(name, a);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
@@ -25,6 +27,7 @@ Tensor binary_op(BinaryOp op, const char* name, const Tensor& a, const Tensor& b
 }
 
 Tensor unary_op(UnaryOp op, const char* name, const Tensor& x, double p0 = 0, double p1 = 0) {
+  const detail::OpScope op_scope(name);
   detail::check_floating(name, x);
   Tensor out = detail::new_empty(x.shape(), x);
   backend_of(x).unary(op, x, out, p0, p1);
@@ -202,6 +205,7 @@ Tensor tanh(const Tensor& x) {
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  const detail::OpScope op_scope("where");
   detail::check_same("where", a, b);
   detail::check_defined("where", cond, "condition");
   CK_CHECK(cond.device() == a.device(), "where: condition is on ", cond.device(), " but values are on ", a.device());

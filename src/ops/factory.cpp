@@ -1,4 +1,5 @@
 #include "convkit/ops/factory.h"
+#include "core/op_scope.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,9 +19,13 @@ TensorOptions without_grad(TensorOptions opts) { return opts.requires_grad(false
 
 }  // namespace
 
-Tensor empty(const Shape& shape, TensorOptions opts) { return Tensor::empty(shape, opts); }
+Tensor empty(const Shape& shape, TensorOptions opts) {
+  const detail::OpScope op_scope("empty");
+  return Tensor::empty(shape, opts);
+}
 
 Tensor full(const Shape& shape, double value, TensorOptions opts) {
+  const detail::OpScope op_scope("full");
   Tensor t = Tensor::empty(shape, without_grad(opts));
   if (t.numel()) backend_for(t.device()).fill(t, value);
   return finish(t, opts);
@@ -38,6 +43,7 @@ Tensor ones_like(const Tensor& t) { return ones(t.shape(), like(t)); }
 Tensor empty_like(const Tensor& t) { return empty(t.shape(), like(t)); }
 
 Tensor arange(double start, double end, double step, TensorOptions opts) {
+  const detail::OpScope op_scope("arange");
   CK_CHECK(step != 0, "arange: step must be nonzero");
   const double n = std::ceil((end - start) / step);
   CK_CHECK(std::isfinite(n), "arange: non-finite length for start ", start, ", end ", end, ", step ", step);
@@ -65,6 +71,7 @@ void manual_seed(std::uint64_t seed) {
 }
 
 Tensor uniform(const Shape& shape, double lo, double hi, TensorOptions opts) {
+  const detail::OpScope op_scope("uniform");
   CK_CHECK(lo <= hi, "uniform: lower bound ", lo, " is above upper bound ", hi);
   Tensor t = Tensor::empty(shape, without_grad(opts));
   detail::check_floating("uniform", t);
@@ -75,6 +82,7 @@ Tensor uniform(const Shape& shape, double lo, double hi, TensorOptions opts) {
 }
 
 Tensor normal(const Shape& shape, double mean, double std, TensorOptions opts) {
+  const detail::OpScope op_scope("normal");
   CK_CHECK(std >= 0, "normal: std must be non-negative, got ", std);
   Tensor t = Tensor::empty(shape, without_grad(opts));
   detail::check_floating("normal", t);

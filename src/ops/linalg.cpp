@@ -1,4 +1,5 @@
 #include "convkit/ops/linalg.h"
+#include "core/op_scope.h"
 
 #include "convkit/ops/elementwise.h"
 #include "ops/op_helpers.h"
@@ -51,6 +52,7 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  const detail::OpScope op_scope("matmul");
   detail::check_same("matmul", a_in, b_in);
   detail::check_floating("matmul", a_in);
   CK_CHECK(a_in.dim() >= 1 && b_in.dim() >= 1, "matmul: both operands need at least 1 dim, got ",

@@ -5,6 +5,7 @@
 // w's [out, in] layout, a strided pass over the whole weight (4.7 MB for
 // cifar10-cnn's 2304 -> 512 layer, each step); g^T x is already in w's layout.
 #include "convkit/autograd/node.h"
+#include "core/op_scope.h"
 #include "convkit/autograd/grad_mode.h"
 #include "convkit/ops/elementwise.h"
 #include "convkit/ops/linalg.h"
@@ -14,6 +15,7 @@
 namespace convkit {
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const detail::OpScope op_scope("linear");
   detail::check_floating("linear", x);
   detail::check_same("linear", x, w);
   CK_CHECK(w.dim() == 2, "linear: weight must have shape [out_features, in_features], got ", w.shape());

@@ -3,6 +3,7 @@
 // differentiable ops, with a hand-written backward where the composite one
 // would be wrong or wasteful.
 #include "convkit/ops/elementwise.h"
+#include "core/op_scope.h"
 #include "convkit/ops/factory.h"
 #include "convkit/ops/nn_functional.h"
 #include "convkit/ops/reduce.h"
@@ -55,6 +56,7 @@ void check_same_shape(const char* op, const Tensor& input, const Tensor& target)
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, double label_smoothing,
                      Reduction reduction) {
+  const detail::OpScope op_scope("cross_entropy");
   check_class_targets("cross_entropy", logits, targets);
   CK_CHECK(label_smoothing >= 0 && label_smoothing <= 1,
            "cross_entropy: label_smoothing must be in [0, 1], got ", label_smoothing);

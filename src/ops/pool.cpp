@@ -1,6 +1,7 @@
 // Max and average pooling: resolve the window and output size (PyTorch's
 // rules), run the backend kernel on a contiguous input, record the backward.
 #include "convkit/ops/pool.h"
+#include "core/op_scope.h"
 
 #include "convkit/ops/reduce.h"
 #include "ops/op_helpers.h"
@@ -63,6 +64,7 @@ ResolvedPool resolve(const char* op, const Tensor& x, const Pool2dParams& params
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x, const Pool2dParams& params) {
+  const detail::OpScope op_scope("max_pool2d");
   const ResolvedPool r = resolve("max_pool2d", x, params);
   Tensor out = detail::new_empty(r.out_shape, x);
   const Tensor argmax = detail::new_empty(r.out_shape, x, DType::int64);
@@ -77,6 +79,7 @@ Tensor max_pool2d(const Tensor& x, const Pool2dParams& params) {
 }
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dParams& params) {
+  const detail::OpScope op_scope("avg_pool2d");
   const ResolvedPool r = resolve("avg_pool2d", x, params);
   Tensor out = detail::new_empty(r.out_shape, x);
   if (out.numel() > 0) detail::backend_of(x).avg_pool2d_forward(x.detach().contiguous(), out, r.window);

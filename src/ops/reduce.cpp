@@ -1,4 +1,5 @@
 #include "convkit/ops/reduce.h"
+#include "core/op_scope.h"
 
 #include <algorithm>
 
@@ -44,6 +45,7 @@ Shape drop_shape(const Tensor& x, const std::vector<std::int64_t>& dims) {
 
 Tensor reduce_raw(ReduceOp op, const char* name, const Tensor& x, const std::vector<std::int64_t>& dims,
                   bool keepdim) {
+  const detail::OpScope op_scope(name);
   detail::check_floating(name, x);
   if (op != ReduceOp::sum)
     CK_CHECK(x.numel() > 0, name, ": cannot reduce an empty tensor of shape ", x.shape());
@@ -83,6 +85,7 @@ Tensor var(const Tensor& x, const std::vector<std::int64_t>& dims_in, bool unbia
 }
 
 Tensor argmax(const Tensor& x, std::int64_t dim, bool keepdim) {
+  const detail::OpScope op_scope("argmax");
   detail::check_floating("argmax", x);
   const std::int64_t d = wrap_dim(dim, x.dim(), "argmax");
   CK_CHECK(x.dim() > 0 && x.size(d) > 0, "argmax: empty dim ", dim, " in shape ", x.shape());

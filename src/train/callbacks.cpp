@@ -37,12 +37,21 @@ CSVLogger::CSVLogger(std::string path, bool append) : path_(std::move(path)), ap
 }
 
 void CSVLogger::on_train_begin(TrainContext&) {
+  file_.close();
+  columns_.clear();
+  began_ = true;
+  // A new log replaces an old one now, not at its first row, so a run
+  // stopped before then does not leave the previous run's rows behind.
+  std::error_code ignored;
+  if (!append_) std::filesystem::remove(path_, ignored);
+}
+
+void CSVLogger::open() {
   const bool had_rows = append_ && std::filesystem::exists(path_) &&
                         std::filesystem::file_size(path_) > 0;
   file_.open(path_, append_ ? std::ios::app : std::ios::trunc);
   CK_CHECK(file_.is_open(), "CSVLogger: cannot open '", path_, "' for writing: ",
            std::strerror(errno));
-  columns_.clear();
   if (had_rows) {
     // Continue with the existing header's columns.
     std::ifstream in(path_);
@@ -59,7 +68,8 @@ void CSVLogger::on_train_begin(TrainContext&) {
 }
 
 void CSVLogger::on_epoch_end(std::int64_t epoch, const EpochLogs& logs, TrainContext&) {
-  CK_CHECK(file_.is_open(), "CSVLogger: on_epoch_end before on_train_begin");
+  CK_CHECK(began_, "CSVLogger: on_epoch_end before on_train_begin");
+  if (!file_.is_open()) open();
   if (columns_.empty()) {
     columns_.push_back("epoch");
     for (const auto& [name, value] : logs.values) columns_.push_back(name);
@@ -78,7 +88,10 @@ void CSVLogger::on_epoch_end(std::int64_t epoch, const EpochLogs& logs, TrainCon
   CK_CHECK(file_.good(), "CSVLogger: writing '", path_, "' failed: ", std::strerror(errno));
 }
 
-void CSVLogger::on_train_end(TrainContext&) { file_.close(); }
+void CSVLogger::on_train_end(TrainContext&) {
+  file_.close();
+  began_ = false;
+}
 
 // ---- ModelCheckpoint
 
@@ -118,17 +131,30 @@ void ModelCheckpoint::on_epoch_end(std::int64_t epoch, const EpochLogs& logs,
   }
   if (!options_.save_last && !is_best) return;
 
-  io::Checkpoint ck =
-      io::make_checkpoint(context.model, options_.include_optimizer ? &context.optimizer : nullptr);
-  ck.preprocessing = context.preprocessing;
-  ck.epoch = epoch + 1;  // epochs done
-  for (const auto& [key, value] : options_.metadata) ck.set_metadata(key, value);
+  io::Checkpoint ck = checkpoint(epoch + 1, context);
   for (const auto& [name, value] : logs.values) ck.set_metadata("logs." + name, format_value(value));
   if (options_.save_last) io::save_checkpoint(last_path(), ck);
   if (is_best) {
     ck.set_metadata("monitor", options_.monitor);
     io::save_checkpoint(best_path(), ck);
   }
+}
+
+io::Checkpoint ModelCheckpoint::checkpoint(std::int64_t epochs_done, TrainContext& context) const {
+  io::Checkpoint ck =
+      io::make_checkpoint(context.model, options_.include_optimizer ? &context.optimizer : nullptr);
+  ck.preprocessing = context.preprocessing;
+  ck.epoch = epochs_done;
+  for (const auto& [key, value] : options_.metadata) ck.set_metadata(key, value);
+  return ck;
+}
+
+void ModelCheckpoint::on_train_interrupted(std::int64_t epoch, std::int64_t steps_done,
+                                           TrainContext& context) {
+  io::Checkpoint ck = checkpoint(epoch, context);
+  ck.step = steps_done;
+  ck.set_metadata("interrupted", "true");
+  io::save_checkpoint(last_path(), ck);
 }
 
 // ---- EarlyStopping

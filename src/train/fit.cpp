@@ -17,6 +17,8 @@
 #include "convkit/optim/optimizer.h"
 #include "convkit/train/profiler.h"
 #include "convkit/train/progress.h"
+#include "convkit/train/stop_signal.h"
+#include "train/nonfinite.h"
 
 namespace convkit::train {
 
@@ -91,6 +93,9 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
   CK_CHECK(options.initial_epoch >= 0 && options.initial_epoch < options.epochs,
            "fit: initial_epoch must be in [0, epochs), got ", options.initial_epoch, " with epochs ",
            options.epochs);
+  CK_CHECK(options.initial_step >= 0 && options.initial_step < train_loader.num_batches(),
+           "fit: initial_step must be in [0, ", train_loader.num_batches(),
+           ") (the batches of an epoch), got ", options.initial_step);
   CK_CHECK(options.steps_per_epoch >= 0, "fit: steps_per_epoch must be >= 0, got ",
            options.steps_per_epoch);
   CK_CHECK(!optimizer.param_groups().empty(), "fit: the optimizer has no parameter groups");
@@ -113,8 +118,17 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
   if (options.profile) profiler = std::make_unique<LayerProfiler>(model, device);
   const LossKind requested = options.loss;
 
+  std::optional<SignalStopGuard> signals;
+  if (options.stop_on_signal) signals.emplace();
+  clear_stop_request();
+
   ModeGuard train_mode(model, true);
   for (const auto& cb : options.callbacks) cb->on_train_begin(context);
+  auto interrupt = [&](std::int64_t epoch, std::int64_t steps_done) {
+    history.interrupted = Interruption{epoch, steps_done, stop_signal()};
+    for (const auto& cb : options.callbacks) cb->on_train_interrupted(epoch, steps_done, context);
+    out.flush();
+  };
 
   for (std::int64_t epoch = options.initial_epoch; epoch < options.epochs; ++epoch) {
     for (const auto& cb : options.callbacks) cb->on_epoch_begin(epoch, context);
@@ -127,12 +141,20 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
     ProgressBar bar(out, total, mode == ProgressMode::bar);
 
     RunningMetrics metrics(device);
-    train_loader.start_epoch(static_cast<std::uint64_t>(epoch));
+    const std::int64_t first_step = epoch == options.initial_epoch ? options.initial_step : 0;
+    train_loader.start_epoch(static_cast<std::uint64_t>(epoch), first_step);
     const auto start = std::chrono::steady_clock::now();
-    std::int64_t step = 0;
+    std::int64_t step = first_step, skipped = 0;
     while (step < total) {
       const auto wait_start = std::chrono::steady_clock::now();
-      std::optional<data::Batch> batch = train_loader.next();
+      std::optional<data::Batch> batch;
+      try {
+        batch = train_loader.next();
+      } catch (const Error& e) {
+        // The reader names the file; this says where in the run it was met.
+        CK_FAIL("fit: epoch ", epoch + 1, ", step ", step + 1, ": loading the batch failed: ",
+                e.what());
+      }
       if (!batch) break;
       if (profiler) profiler->data_wait(seconds_since(wait_start));
       const Tensor images = batch->images.to(device);
@@ -146,21 +168,44 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
       if (profiler) {
         profiler->optimizer([&] { optimizer.zero_grad(); });
         profiler->backward(loss);
-        profiler->optimizer([&] { optimizer.step(); });
       } else {
         optimizer.zero_grad();
         loss.backward();
-        optimizer.step();
       }
-      metrics.add(kind, logits, labels, loss);
+      bool finite = true;
+      if (options.nonfinite != NonFinite::unchecked && !detail::step_sum_is_finite(model, loss)) {
+        const std::optional<std::string> culprit = detail::locate_nonfinite(model, images, loss);
+        finite = !culprit.has_value();
+        CK_CHECK(finite || options.nonfinite == NonFinite::skip_step, "fit: epoch ", epoch + 1,
+                 ", step ", step + 1, ": ", *culprit,
+                 "; a learning rate that is too high is the usual cause "
+                 "(FitOptions::nonfinite = NonFinite::skip_step skips such steps)");
+      }
+      if (finite) {
+        if (profiler) profiler->optimizer([&] { optimizer.step(); });
+        else optimizer.step();
+        metrics.add(kind, logits, labels, loss);
+      } else {
+        optimizer.zero_grad();  // nothing of the bad step survives it
+        ++skipped;
+      }
       if (profiler) profiler->end_step(labels.size(0));
       ++step;
       for (const auto& cb : options.callbacks) cb->on_batch_end(step - 1, context);
+      if (stop_requested()) break;
       if (mode == ProgressMode::bar && step < total) {
         const double elapsed = seconds_since(start);
         if (bar.due(step, elapsed))  // reading the metrics waits for the device
           bar.update(step, elapsed, {{"loss", metrics.loss()}, {"accuracy", metrics.accuracy()}});
       }
+    }
+    history.skipped_steps += skipped;
+    if (stop_requested() && step < total) {
+      if (mode != ProgressMode::none)
+        out << "\nstopped after step " << step << "/" << total << " of epoch " << epoch + 1 << "\n";
+      // The partial epoch is not logged: its checkpoint resumes it instead.
+      interrupt(epoch, step);
+      break;
     }
     // Reading the loss waits for the device, so `seconds` covers queued work too.
     const double train_loss = metrics.loss();
@@ -184,6 +229,8 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
     logs.set("lr", lr);
     logs.set("seconds", seconds);
     logs.set("images_per_sec", images_per_sec);
+    if (options.nonfinite == NonFinite::skip_step)
+      logs.set("skipped_steps", static_cast<double>(skipped));
 
     if (mode != ProgressMode::none) {
       MetricList shown;
@@ -195,6 +242,10 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
     for (const auto& cb : options.callbacks) cb->on_epoch_end(epoch, history.epochs.back(), context);
     if (context.stop_training) {
       history.stopped_early = epoch + 1 < options.epochs;
+      break;
+    }
+    if (stop_requested() && epoch + 1 < options.epochs) {
+      interrupt(epoch + 1, 0);
       break;
     }
   }

@@ -10,23 +10,11 @@
 #include "convkit/backend/backend.h"
 #include "convkit/core/error.h"
 #include "convkit/nn/module.h"
-#include "convkit/nn/sequential.h"
+#include "train/forward_units.h"
 
 namespace convkit::train {
 
 namespace {
-
-// Plain Sequentials are opened; anything else (including a class derived
-// from Sequential, which may override forward) is one unit.
-void collect_units(const std::string& prefix, nn::Module& module,
-                   std::vector<std::pair<std::string, nn::Module*>>& out) {
-  if (typeid(module) != typeid(nn::Sequential)) {
-    out.emplace_back(prefix.empty() ? "(model)" : prefix, &module);
-    return;
-  }
-  for (const auto& [name, child] : module.named_children())
-    collect_units(prefix.empty() ? name : prefix + "." + name, *child, out);
-}
 
 std::string row_line(const std::string& name, const std::string& type, const LayerTiming& t,
                      double steps, double step_ms) {
@@ -76,7 +64,7 @@ class LayerProfiler::Observer : public autograd::BackwardObserver {
 
 LayerProfiler::LayerProfiler(nn::Module& model, Device device)
     : device_(device), observer_(std::make_unique<Observer>(*this)) {
-  collect_units("", model, units_);
+  units_ = forward_units(model);
   CK_CHECK(!units_.empty(), "LayerProfiler: the model is an empty Sequential");
   for (const auto& [name, module] : units_) report_.layers.push_back({name, module->name()});
   range_begin_.assign(units_.size() + 1, 0);

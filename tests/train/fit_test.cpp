@@ -180,7 +180,8 @@ TEST(Fit, ArgumentErrors) {
   EXPECT_ERROR_MENTIONS(train::evaluate(*five, loader), "predicts 5 classes");
 }
 
-// A model whose logits are NaN makes the epoch loss NaN: fit says so.
+// A model whose logits are NaN: the per-step check names the step and the
+// layer; without it, the epoch's mean loss is NaN and fit says so.
 TEST(Fit, NonFiniteLossIsAnError) {
   struct Poisoned : nn::Module {
     std::shared_ptr<nn::Sequential> net = register_module("net", testing::small_cnn(4));
@@ -192,8 +193,11 @@ TEST(Fit, NonFiniteLossIsAnError) {
   Poisoned model;
   data::DataLoader loader(quadrant_dataset(16, 4, 1), loader_options(8));
   optim::SGD opt(model.parameters(), optim::SGDOptions(0.01));
-  EXPECT_ERROR_MENTIONS(train::fit(model, opt, loader, quiet(2)), "training loss became nan",
-                        "epoch 1");
+  EXPECT_ERROR_MENTIONS(train::fit(model, opt, loader, quiet(2)), "epoch 1, step 1",
+                        "output of layer '(model)' (Poisoned)", "32 NaN");
+  train::FitOptions o = quiet(2);
+  o.nonfinite = train::NonFinite::unchecked;
+  EXPECT_ERROR_MENTIONS(train::fit(model, opt, loader, o), "training loss became nan", "epoch 1");
 }
 
 TEST(Predict, ProbabilitiesOfRawImagesWithTheGivenPreprocessing) {

@@ -5,6 +5,8 @@
 #include <memory>
 
 #include "convkit/core/device.h"
+#include "convkit/core/dtype.h"
+#include "convkit/core/shape.h"
 
 namespace convkit {
 
@@ -15,8 +17,13 @@ class Backend;
 // write: autograd compares it with the version it saved.
 class Storage {
  public:
-  // Allocates through the device's backend (64-byte aligned on the host).
-  static std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device);
+  // Allocates through the device's backend (64-byte aligned on the host),
+  // counted against the device's memory limit (convkit/core/memory.h).
+  // `shape` and `dtype`, when given, describe the request in an
+  // out-of-memory error; the bytes are always given.
+  static std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device,
+                                           const Shape* shape = nullptr,
+                                           DType dtype = DType::float32);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

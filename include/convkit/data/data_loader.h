@@ -67,8 +67,10 @@ class DataLoader {
   // [C, H, W] of the batches' images (0 where it varies).
   Shape image_shape() const;
 
-  // Starts (or restarts, abandoning the current one) epoch `epoch`.
-  void start_epoch(std::uint64_t epoch);
+  // Starts (or restarts, abandoning the current one) epoch `epoch`, from its
+  // batch `first_batch` (the earlier ones are skipped without being loaded:
+  // resuming an interrupted epoch).
+  void start_epoch(std::uint64_t epoch, std::int64_t first_batch = 0);
   // The next batch of the current epoch, or nullopt at its end. Call from one
   // thread (the consumer); workers are internal. Before any
   // start_epoch, epoch 0 starts. An exception thrown while preparing a batch

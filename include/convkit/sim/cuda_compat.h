@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <utility>
 
+#include "convkit/backend/kernel_launch.h"
 #include "convkit/core/error.h"
 
 #if defined(__CUDACC__)
@@ -61,13 +62,18 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared
             cudaStream_t stream, Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args),
                 "launch: the number of arguments does not match the kernel's parameters");
+  const detail::KernelLaunch shape{reinterpret_cast<const void*>(kernel),
+                                   {grid.x, grid.y, grid.z},
+                                   {block.x, block.y, block.z},
+                                   shared_bytes};
+  // Errors inside the kernel surface at a later synchronizing call, which
+  // names this launch if it is still the thread's latest.
+  detail::note_launch(shape);
   kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
-  // Catches configuration errors (too many threads, too much shared memory);
-  // errors inside the kernel surface at the next synchronizing call.
+  // Catches configuration errors (too many threads, too much shared memory).
   const cudaError_t status = cudaGetLastError();
-  CK_CHECK(status == cudaSuccess, "kernel launch failed (grid ", grid.x, "x", grid.y, "x", grid.z,
-           ", block ", block.x, "x", block.y, "x", block.z, ", ", shared_bytes,
-           " B dynamic shared memory): ", cudaGetErrorString(status));
+  CK_CHECK(status == cudaSuccess, detail::describe_launch(shape), ": launch failed: ",
+           cudaGetErrorName(status), ": ", cudaGetErrorString(status));
 }
 
 }  // namespace convkit

@@ -6,6 +6,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "convkit/backend/kernel_launch.h"
+#include "convkit/core/error.h"
 #include "convkit/sim/runtime.h"
 #include "convkit/sim/vector_types.h"
 
@@ -45,7 +47,17 @@ void launch(void (*kernel)(Params...), sim::dim3 grid, sim::dim3 block, std::siz
     const Closure& c = *static_cast<const Closure*>(erased);
     std::apply(c.kernel, c.arguments);
   };
-  sim::run_grid(grid_launch);
+  try {
+    sim::run_grid(grid_launch);
+  } catch (const Error& e) {
+    // Whatever stopped the grid (its configuration, a check, an exception in
+    // a thread) is reported with the kernel's name and launch shape.
+    const detail::KernelLaunch shape{reinterpret_cast<const void*>(kernel),
+                                     {grid.x, grid.y, grid.z},
+                                     {block.x, block.y, block.z},
+                                     shared_bytes};
+    throw Error(detail::describe_launch(shape) + ": " + e.what());
+  }
 }
 
 }  // namespace convkit

@@ -48,12 +48,18 @@ class Callback {
   virtual void on_batch_end(std::int64_t /*step*/, TrainContext&) {}
   // After the epoch's training and validation; `logs` is history.epochs.back().
   virtual void on_epoch_end(std::int64_t /*epoch*/, const EpochLogs& /*logs*/, TrainContext&) {}
+  // A stop request (a signal) ended training after `steps_done` steps of
+  // `epoch`; on_train_end follows. Save what resuming needs here.
+  virtual void on_train_interrupted(std::int64_t /*epoch*/, std::int64_t /*steps_done*/,
+                                    TrainContext&) {}
   virtual void on_train_end(TrainContext&) {}
 };
 
 // Appends one row per epoch to a CSV file: "epoch" (1-based, as printed) and
 // every value in the epoch's logs, columns fixed by the first row written.
 // The file is flushed after every row, so a crash keeps every finished epoch.
+// It is created with its first row, so a run stopped before its first epoch
+// ends leaves no empty file behind.
 // append: keep an existing file's rows (its header is not written again).
 class CSVLogger : public Callback {
  public:
@@ -63,8 +69,11 @@ class CSVLogger : public Callback {
   void on_train_end(TrainContext&) override;
 
  private:
+  void open();
+
   std::string path_;
   bool append_;
+  bool began_ = false;
   std::ofstream file_;
   std::vector<std::string> columns_;  // empty until the header is known
 };
@@ -84,11 +93,17 @@ struct ModelCheckpointOptions {
 // the previous file) holding the model, optimizer, preprocessing, the number
 // of epochs done and the epoch's logs as metadata "logs.<name>". A monitored
 // name missing from the logs is an Error naming the ones present.
+// When a stop request interrupts training, last.ckpt is saved (whatever
+// save_last says) with Checkpoint::epoch the epochs done, Checkpoint::step
+// the steps done of the next one, and metadata "interrupted" = "true": what
+// FitOptions::initial_epoch and initial_step resume from.
 class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(ModelCheckpointOptions options);
   void on_train_begin(TrainContext&) override;
   void on_epoch_end(std::int64_t epoch, const EpochLogs& logs, TrainContext& context) override;
+  void on_train_interrupted(std::int64_t epoch, std::int64_t steps_done,
+                            TrainContext& context) override;
 
   std::string last_path() const;
   std::string best_path() const;
@@ -96,6 +111,8 @@ class ModelCheckpoint : public Callback {
   std::optional<std::int64_t> best_epoch() const { return best_epoch_; }
 
  private:
+  io::Checkpoint checkpoint(std::int64_t epochs_done, TrainContext& context) const;
+
   ModelCheckpointOptions options_;
   std::optional<double> best_;
   std::optional<std::int64_t> best_epoch_;

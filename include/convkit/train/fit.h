@@ -35,6 +35,20 @@ namespace convkit::data { class DataLoader; class Preprocessing; }
 
 namespace convkit::train {
 
+// What fit() does when a step's loss or a parameter gradient holds NaN or Inf.
+enum class NonFinite {
+  // Throws Error naming the epoch, the step, the layer (module path) and the
+  // tensor: a parameter or buffer, a layer's output, the loss, or a gradient.
+  error,
+  // Skips the optimizer step (the gradients are dropped) and counts it, as
+  // AMP's GradScaler skips steps whose gradients overflowed: History's
+  // skipped_steps and the epoch's "skipped_steps" log. The skipped batch's
+  // loss is left out of the epoch's mean.
+  skip_step,
+  // No per-step check; only an epoch's mean loss is checked, at its end.
+  unchecked,
+};
+
 enum class ProgressMode {
   automatic,  // bar on a terminal, lines otherwise
   bar,        // redrawn in place with '\r'
@@ -47,6 +61,11 @@ struct FitOptions {
   // Resuming: the first epoch run is initial_epoch (its number in the logs
   // and the data loader's epoch, so shuffles continue), the last epochs - 1.
   std::int64_t initial_epoch = 0;
+  // Resuming mid-epoch: the first initial_step batches of initial_epoch are
+  // skipped (never loaded), as an interrupted run's checkpoint records them
+  // (io::Checkpoint::step). The epoch's logged loss and accuracy then cover
+  // the remaining batches only.
+  std::int64_t initial_step = 0;
   LossKind loss = LossKind::automatic;
   // Where to train: the model is moved there in place (optimizers follow,
   // see nn::Module::to) and so is every batch. Unset: the device of the
@@ -67,12 +86,23 @@ struct FitOptions {
   // training goes on, denormals otherwise slow a step down by a third or
   // more. false: fit leaves the mode as it finds it.
   bool flush_denormals = true;
+  // The per-step check for NaN and Inf (see NonFinite). It costs one
+  // reduction per gradient and one device wait per step; measured on the
+  // quickstart model in docs/training.md.
+  NonFinite nonfinite = NonFinite::error;
+  // SIGINT and SIGTERM stop training at the end of the step (see
+  // convkit/train/stop_signal.h); a second signal exits at once. Whether or
+  // not this is set, train::request_stop() ends fit() the same way.
+  bool stop_on_signal = false;
 };
 
 // Trains `model` with `optimizer` on `train_loader` (in training mode; the
 // model is left in training mode). Throws Error for a bad option, a model
-// whose output does not match the dataset's classes, or an epoch whose mean
-// training loss is not finite (naming the epoch).
+// whose output does not match the dataset's classes, a non-finite loss or
+// gradient (see NonFinite), or an error of the loader (a corrupt file, named
+// by the dataset). A stop request ends training after the current step:
+// callbacks' on_train_interrupted saves and flushes, and the returned
+// History says where it stopped (History::interrupted).
 History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& train_loader,
             const FitOptions& options);
 

@@ -10,6 +10,8 @@
 //   seconds                      wall time of the epoch's training loop
 //   images_per_sec               training images / seconds
 //   val_seconds                  wall time of the validation pass
+//   skipped_steps                steps skipped for a NaN or Inf (only with
+//                                FitOptions::nonfinite = NonFinite::skip_step)
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,12 +34,23 @@ struct EpochLogs {
   double at(const std::string& name) const;
 };
 
+// Where a stop request (train::request_stop, or a signal) ended training.
+struct Interruption {
+  std::int64_t epoch = 0;  // 0-based: the epoch under way (its batches 0..step-1 are done)
+  std::int64_t step = 0;   // steps of that epoch done; resume with initial_epoch/initial_step
+  int signal = 0;          // SIGINT, SIGTERM, or 0 when request_stop() was called without one
+};
+
 struct History {
-  std::vector<EpochLogs> epochs;
+  std::vector<EpochLogs> epochs;  // finished epochs only
   // True when a callback (e.g. EarlyStopping) ended training before the last epoch.
   bool stopped_early = false;
   // Per-layer timings of the profiled epochs, when FitOptions::profile is set.
   std::optional<ProfileReport> profile;
+  // Set when a stop request ended training.
+  std::optional<Interruption> interrupted;
+  // Steps skipped for a NaN or Inf loss or gradient (NonFinite::skip_step).
+  std::int64_t skipped_steps = 0;
 
   // The values of `name` epoch by epoch; throws Error when some epoch lacks it.
   std::vector<double> metric(const std::string& name) const;
