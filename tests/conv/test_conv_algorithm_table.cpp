@@ -52,7 +52,9 @@ void expect_registry_matches(const conv::ConvAlgorithmRegistry& registry, bool C
   for (const ConvAlgoInfo& info : kConvAlgorithms) {
     const conv::ConvAlgorithm* a = registry.find(info.algo);
     EXPECT_EQ(a != nullptr, info.*implemented) << registry.backend() << " " << info.name;
-    if (a != nullptr) EXPECT_EQ(a->algo(), info.algo);
+    if (a != nullptr) {
+      EXPECT_EQ(a->algo(), info.algo);
+    }
     expected += info.*implemented ? 1 : 0;
   }
   EXPECT_EQ(registry.all().size(), expected) << registry.backend() << " registers an algorithm outside the table";
@@ -88,7 +90,9 @@ TEST(ConvAlgorithmTable, BackendsSupportWhatTheTableSays) {
     for (const ConvAlgoInfo& info : kConvAlgorithms) {
       const Support s = backend.conv2d_supports(info.algo, plain_layer());
       EXPECT_EQ(s.ok, info.*implemented) << device << " " << info.name << ": " << s.reason;
-      if (!s.ok) EXPECT_NE(s.reason.find("not implemented"), std::string::npos) << s.reason;
+      if (!s.ok) {
+        EXPECT_NE(s.reason.find("not implemented"), std::string::npos) << s.reason;
+      }
     }
     EXPECT_FALSE(backend.conv2d_supports(ConvAlgo::automatic, plain_layer()));
   }
