@@ -1,9 +1,9 @@
 // The FFT convolution on the GPU (kernels/conv2d_fft.cu, docs/gpu/conv2d_fft.md).
 //
-// Each pass is the CPU algorithm's correlation (src/conv/correlation.h: the
-// same reduction of backward-data to a correlation with flipped filters;
-// src/conv/fft_tiling.h: the same overlap-save tiles and tile-size choice), run as a sequence of
-// kernels per chunk of images:
+// Each pass is the CPU algorithm's correlation, from the device-neutral
+// geometry both share (src/conv/correlation.h: backward-data as a
+// correlation with flipped filters; src/conv/fft_tiling.h: the overlap-save
+// tiles and their size), run as a sequence of kernels per chunk of images:
 //   forward / backward-data   filter spectra once; per chunk: tile spectra,
 //                             per-frequency channel sums, inverse + crop (+ bias)
 //   backward-weights          per chunk: input and dy tile spectra, dW spectra
