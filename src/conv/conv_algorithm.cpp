@@ -42,4 +42,15 @@ const ConvAlgorithm& ConvAlgorithmRegistry::get(ConvAlgo algo) const {
 
 std::vector<const ConvAlgorithm*> ConvAlgorithmRegistry::all() const { return algorithms_; }
 
+bool ConvAlgorithmRegistry::runs(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) const {
+  const ConvAlgorithm* a = find(algo);
+  if (a == nullptr || !a->supports(desc)) return false;
+  try {
+    a->workspace_bytes(desc, dtype);
+    return true;
+  } catch (const Error&) {
+    return false;  // even a one-image chunk exceeds workspace_limit
+  }
+}
+
 }  // namespace convkit::conv

@@ -63,6 +63,9 @@ class ConvAlgorithmRegistry {
   const ConvAlgorithm& get(ConvAlgo algo) const;
   // Every registered algorithm, in table order.
   std::vector<const ConvAlgorithm*> all() const;
+  // Whether `algo` is here, supports `desc` and fits every pass of it in
+  // desc.workspace_limit: what a heuristic may pick.
+  bool runs(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) const;
 
  private:
   const char* backend_;

@@ -16,19 +16,7 @@ std::string conv_op_name(ConvAlgo algo, ConvPass pass) {
 
 namespace {
 
-// Whether `algo` can run every pass of `desc` within its workspace_limit. An
-// algorithm still being written (its accessor throws) does not run.
-bool runs(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) {
-  try {
-    const conv::ConvAlgorithm* a = conv_registry().find(algo);
-    if (a == nullptr || !a->supports(desc)) return false;
-    for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
-      a->workspace_bytes(desc, dtype, pass);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
+bool runs(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) { return conv_registry().runs(algo, desc, dtype); }
 
 }  // namespace
 
