@@ -26,6 +26,10 @@
 //
 // sim runs the CUDA kernels on the CPU emulator: it is here as a correctness
 // smoke (one iteration, labelled so) and its time means nothing for a GPU.
+// --sim-profile=GPU times nothing: it runs each pass once on sim under the
+// performance model (convkit/sim/profile.h), for every version of the kernel
+// families its algorithm uses, and prints the exact counters with a roofline
+// estimate for that GPU.
 #include <benchmark/benchmark.h>
 
 #include <convkit/convkit.h>
@@ -42,6 +46,8 @@
 #include "cudnn_baseline.h"
 #include "onednn_baseline.h"
 #include "convkit/backend/backend.h"
+#include "convkit/backend/kernel_versions.h"
+#include "convkit/sim/profile.h"
 #include "layer_sets.h"
 
 using namespace convkit;
@@ -265,6 +271,71 @@ void run_conv(benchmark::State& state, const ConvCase& c) {
   }
 }
 
+// The kernel families whose versions change how an algorithm runs on sim.
+std::vector<std::string> kernel_families_of(ConvAlgo algo) {
+  switch (algo) {
+    case ConvAlgo::direct: return {"conv2d_direct"};
+    case ConvAlgo::im2col_gemm: return {"im2col", "gemm"};
+    case ConvAlgo::fft: return {"conv2d_fft"};
+    default: return {};
+  }
+}
+
+// One pass on sim under the profile; its operands' own fill kernels are not
+// counted. Returns the counters, or throws what the pass threw.
+std::vector<sim::KernelProfile> profile_pass(const ConvCase& c, Backend& backend) {
+  const Runner runner = our_algorithm(backend, c);
+  const sim::ScopedProfile profile;
+  const Operands operands(c.desc, c.pass, c.device);
+  const Tensor workspace =
+      runner.workspace_bytes == 0
+          ? Tensor()
+          : empty({static_cast<std::int64_t>((runner.workspace_bytes + 3) / 4)}, TensorOptions().device(c.device));
+  backend.synchronize();
+  (void)sim::take_profile();
+  runner.run(operands, workspace);
+  backend.synchronize();
+  std::vector<sim::KernelProfile> counted = sim::take_profile();
+  const CheckResult check = check_conv_pass(c.desc, c.algo, c.pass, operands.to_host());
+  CK_CHECK(check.ok(), "wrong result: ", check.failures, " of ", check.checked, " sampled elements out of tolerance");
+  return counted;
+}
+
+int print_sim_profiles(const std::vector<ConvCase>& cases, const std::string& gpu_name) {
+  const sim::GpuSpec& gpu = sim::gpu_spec(gpu_name);
+  for (const ConvCase& c : cases) {
+    const std::string name = "conv/" + c.set + "/" + c.layer + "/sim/" + std::string(conv_algo_name(c.algo)) + "/" +
+                             pass_short_name(c.pass);
+    Backend& backend = backend_for(c.device);
+    const Support support = backend.conv2d_supports(c.algo, c.desc);
+    if (!support) {
+      std::printf("== %s: unsupported: %s\n\n", name.c_str(), support.reason.c_str());
+      continue;
+    }
+    for (const std::string& family : kernel_families_of(c.algo)) {
+      const auto versions_of = [&family] {
+        for (const KernelFamilyInfo& f : kernel_families())
+          if (f.family == family) return f.versions;
+        return 0;
+      };
+      // A family registers when its launcher first runs.
+      if (versions_of() == 0) (void)profile_pass(c, backend);
+      const int versions = versions_of();
+      for (int v = 1; v <= versions; ++v) {
+        set_kernel_version(family, v);
+        std::printf("== %s, %s v%d (%s)\n", name.c_str(), family.c_str(), v, geometry(c.desc, c.count).c_str());
+        try {
+          std::printf("%s\n", sim::format_profile(profile_pass(c, backend), gpu).c_str());
+        } catch (const std::exception& e) {
+          std::printf("not run: %s\n\n", e.what());
+        }
+        set_kernel_version(family, 0);
+      }
+    }
+  }
+  return 0;
+}
+
 const std::map<std::string, std::string> kFlags = {
     {"sets", "comma-separated layer sets, or 'all' (default cifar10-cnn)"},
     {"layers", "comma-separated layer names to keep within the sets (default all)"},
@@ -279,6 +350,9 @@ const std::map<std::string, std::string> kFlags = {
     {"rotate-mib", "operand copies to cycle through, in MiB, so the caches start cold (default 64)"},
     {"check", "check each result against the float64 reference before timing (default true)"},
     {"list-sets", "print the layer sets and exit"},
+    {"sim-profile", "time nothing: run each pass once on sim under the sim performance model, for every version of "
+                    "the kernels its algorithm uses, and print the exact counters with a roofline estimate for this "
+                    "GPU (H100, A100 or V100)"},
 };
 
 }  // namespace
@@ -335,7 +409,10 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("batch_scaling", "scale " + std::to_string(batch.scale) + ", max batch " +
                                                      std::to_string(batch.max_batch) + " (0: none)");
     benchmark::AddCustomContext("results_checked", check ? "yes" : "no (--check=false)");
-    const std::vector<Device> devices = usable_devices(flags.get_list("devices", {}));
+    const bool sim_profile = flags.has("sim-profile");
+    const std::vector<Device> devices =
+        sim_profile ? std::vector<Device>{Device::parse("sim")} : usable_devices(flags.get_list("devices", {}));
+    std::vector<ConvCase> profile_cases;
 
     for (const std::string& set_name : set_names) {
       const LayerSet& set = find_layer_set(all_sets, set_name);
@@ -364,6 +441,10 @@ int main(int argc, char** argv) {
               c.rotate_bytes = static_cast<std::size_t>(rotate_mib * (1 << 20));
               c.check = check;
               if (baseline) c.baseline = library;
+              if (sim_profile) {
+                if (!baseline) profile_cases.push_back(c);
+                continue;
+              }
               const std::string name = "conv/" + set.name + "/" + entry.name + "/" + device.str() + "/" +
                                        (baseline ? library : std::string(conv_algo_name(algo))) + "/" +
                                        pass_short_name(pass);
@@ -374,6 +455,10 @@ int main(int argc, char** argv) {
               if (!timing_meaningful(device)) b->Iterations(1);
             }
       }
+    }
+    if (sim_profile) {
+      const std::string gpu = flags.get("sim-profile", "true");
+      return print_sim_profiles(profile_cases, gpu == "true" ? "H100" : gpu);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_conv: %s\n", e.what());

@@ -25,6 +25,7 @@
 
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/conv2d_direct.cuh"
+#include "kernels/device_math.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/tensor_view.cuh"
 
@@ -73,7 +74,7 @@ __global__ void direct_forward_v1(ConvGeometry g, const T* x, const T* w, const 
         for (int s = 0; s < g.S; ++s) {
           const int col = q * g.stride_w - g.pad_left + s * g.dilation_w;
           if (col < 0 || col >= g.W) continue;
-          acc += x_image[(static_cast<int64_t>(c) * g.H + h) * g.W + col] * w_filter[(c * g.R + r) * g.S + s];
+          acc = dev::fma(x_image[(static_cast<int64_t>(c) * g.H + h) * g.W + col], w_filter[(c * g.R + r) * g.S + s], acc);
         }
       }
     }
@@ -110,7 +111,7 @@ __global__ void direct_backward_data_v1(ConvGeometry g, const T* dy, const T* w,
           if (tw < 0 || tw % g.stride_w != 0) continue;
           const int q = tw / g.stride_w;
           if (q >= g.Q) continue;
-          acc += dy_plane[static_cast<int64_t>(p) * g.Q + q] * w_filter[r * g.S + s];
+          acc = dev::fma(dy_plane[static_cast<int64_t>(p) * g.Q + q], w_filter[r * g.S + s], acc);
         }
       }
     }
@@ -142,7 +143,7 @@ __global__ void direct_backward_weights_v1(ConvGeometry g, const T* x, const T* 
         for (int q = 0; q < g.Q; ++q) {
           const int col = q * g.stride_w - g.pad_left + s * g.dilation_w;
           if (col < 0 || col >= g.W) continue;
-          acc += dy_plane[static_cast<int64_t>(p) * g.Q + q] * x_plane[static_cast<int64_t>(h) * g.W + col];
+          acc = dev::fma(dy_plane[static_cast<int64_t>(p) * g.Q + q], x_plane[static_cast<int64_t>(h) * g.W + col], acc);
         }
       }
     }
@@ -224,7 +225,7 @@ __global__ void __launch_bounds__(kTileThreads)
         const T* filt_row = filt + (cl * taps + r * g.S) * kChannelBlock;
         for (int s = 0; s < g.S; ++s) {
           const T v = patch_row[s * g.dilation_w];
-          CK_UNROLL for (int j = 0; j < kChannelBlock; ++j) acc[j] += v * filt_row[s * kChannelBlock + j];
+          CK_UNROLL for (int j = 0; j < kChannelBlock; ++j) acc[j] = dev::fma(v, filt_row[s * kChannelBlock + j], acc[j]);
         }
       }
     }
@@ -301,7 +302,7 @@ __global__ void __launch_bounds__(kTileThreads)
           const int tw = base_w - s * g.dilation_w;
           if (tw % g.stride_w != 0) continue;
           const T v = patch_row[tw / g.stride_w];
-          CK_UNROLL for (int j = 0; j < kChannelBlock; ++j) acc[j] += v * filt_row[s * kChannelBlock + j];
+          CK_UNROLL for (int j = 0; j < kChannelBlock; ++j) acc[j] = dev::fma(v, filt_row[s * kChannelBlock + j], acc[j]);
         }
       }
     }
@@ -393,7 +394,7 @@ __global__ void __launch_bounds__(kWeightThreads)
         T sum = T(0);
         for (int i = 0; i < kWeightTileRows; ++i) {
           const T* x_row = xp + i * g.stride_h * t.patch_w;
-          for (int j = 0; j < kWeightTileCols; ++j) sum += d[i * kWeightTileCols + j] * x_row[j * g.stride_w];
+          for (int j = 0; j < kWeightTileCols; ++j) sum = dev::fma(d[i * kWeightTileCols + j], x_row[j * g.stride_w], sum);
         }
         acc[e] += sum;
       }

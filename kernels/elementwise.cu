@@ -6,8 +6,8 @@
 // consecutive elements and contiguous loads coalesce. Strided and broadcast
 // operands go through StridedView::offset. The floor is memory traffic: an op
 // over n elements moves (inputs + 1) * n * sizeof(T) bytes and does O(n) flops.
+#include "convkit/backend/elementwise_math.h"
 #include "convkit/core/philox.h"
-#include "kernels/device_math.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/elementwise.cuh"
 
@@ -23,56 +23,6 @@ __device__ __forceinline__ std::int64_t grid_step() {
 }
 
 template <typename T>
-__device__ __forceinline__ T unary_value(UnaryOp op, T v, T a, T b) {
-  switch (op) {
-    case UnaryOp::copy: return v;
-    case UnaryOp::neg: return -v;
-    case UnaryOp::exp: return dev::exp(v);
-    case UnaryOp::log: return dev::log(v);
-    case UnaryOp::sqrt: return dev::sqrt(v);
-    case UnaryOp::rsqrt: return T(1) / dev::sqrt(v);
-    case UnaryOp::abs: return dev::abs(v);
-    case UnaryOp::sign: return T((v > T(0)) - (v < T(0)));
-    case UnaryOp::square: return v * v;
-    case UnaryOp::reciprocal: return T(1) / v;
-    case UnaryOp::relu: return v > T(0) ? v : T(0);
-    case UnaryOp::sigmoid: return T(1) / (T(1) + dev::exp(-v));
-    case UnaryOp::tanh: return dev::tanh(v);
-    case UnaryOp::add_scalar: return v + a;
-    case UnaryOp::mul_scalar: return v * a;
-    case UnaryOp::pow_scalar: return a == T(2) ? v * v : dev::pow(v, a);
-    case UnaryOp::rsub_scalar: return a - v;
-    case UnaryOp::rdiv_scalar: return a / v;
-    case UnaryOp::clamp: return v < a ? a : (v > b ? b : v);
-    case UnaryOp::leaky_relu: return v > T(0) ? v : a * v;
-    case UnaryOp::elu: return v > T(0) ? v : a * (dev::exp(v) - T(1));
-    case UnaryOp::gt_scalar: return T(v > a);
-  }
-  return v;
-}
-
-template <typename T>
-__device__ __forceinline__ T binary_value(BinaryOp op, T x, T y) {
-  switch (op) {
-    case BinaryOp::add: return x + y;
-    case BinaryOp::sub: return x - y;
-    case BinaryOp::mul: return x * y;
-    case BinaryOp::div: return x / y;
-    case BinaryOp::pow: return dev::pow(x, y);
-    case BinaryOp::maximum: return x > y ? x : y;
-    case BinaryOp::minimum: return x < y ? x : y;
-    case BinaryOp::eq: return T(x == y);
-    case BinaryOp::ne: return T(x != y);
-    case BinaryOp::lt: return T(x < y);
-    case BinaryOp::le: return T(x <= y);
-    case BinaryOp::gt: return T(x > y);
-    case BinaryOp::ge: return T(x >= y);
-    case BinaryOp::relu_grad: return y > T(0) ? x : T(0);
-  }
-  return x;
-}
-
-template <typename T>
 __global__ void fill_kernel(T* out, StridedView ov, std::int64_t n, T value) {
   for (std::int64_t i = grid_start(); i < n; i += grid_step()) out[ov.offset(i)] = value;
 }
@@ -81,7 +31,7 @@ template <typename T>
 __global__ void unary_kernel(UnaryOp op, const T* x, StridedView xv, T* out, StridedView ov,
                              std::int64_t n, T a, T b) {
   for (std::int64_t i = grid_start(); i < n; i += grid_step())
-    out[ov.offset(i)] = unary_value(op, x[xv.offset(i)], a, b);
+    out[ov.offset(i)] = elementwise_math::unary_value(op, x[xv.offset(i)], a, b);
 }
 
 template <typename Tin, typename Tout>
@@ -94,7 +44,7 @@ template <typename T>
 __global__ void binary_kernel(BinaryOp op, const T* a, StridedView av, const T* b, StridedView bv,
                               T* out, StridedView ov, std::int64_t n) {
   for (std::int64_t i = grid_start(); i < n; i += grid_step())
-    out[ov.offset(i)] = binary_value(op, a[av.offset(i)], b[bv.offset(i)]);
+    out[ov.offset(i)] = elementwise_math::binary_value(op, a[av.offset(i)], b[bv.offset(i)]);
 }
 
 template <typename C, typename T>

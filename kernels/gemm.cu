@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "convkit/backend/kernel_versions.h"
+#include "kernels/device_math.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/gemm.cuh"
 
@@ -76,7 +77,7 @@ __global__ void __launch_bounds__(kV1Tile* kV1Tile) gemm_v1_naive(Operands<T> p)
     const T* bm = p.b + b * p.stride_b;
     T* c = p.c + b * p.stride_c + m * p.ldc + n;
     T acc = 0;
-    for (std::int64_t k = 0; k < p.K; ++k) acc += element<TA>(a, p.lda, m, k) * element<TB>(bm, p.ldb, k, n);
+    for (std::int64_t k = 0; k < p.K; ++k) acc = dev::fma(element<TA>(a, p.lda, m, k), element<TB>(bm, p.ldb, k, n), acc);
     *c = scaled(acc, p.alpha, p.beta, c);
   }
 }
@@ -123,7 +124,7 @@ __global__ void __launch_bounds__(kV2Tile* kV2Tile) gemm_v2_shared(Operands<T> p
       }
       __syncthreads();
       CK_UNROLL
-      for (int k = 0; k < kV2Tile; ++k) acc += As[ty][k] * Bs[k][tx];
+      for (int k = 0; k < kV2Tile; ++k) acc = dev::fma(As[ty][k], Bs[k][tx], acc);
       __syncthreads();  // before the next tile overwrites As/Bs
     }
     const std::int64_t m = m0 + ty, n = n0 + tx;
@@ -304,7 +305,7 @@ __global__ void __launch_bounds__(v3::kThreads) gemm_v3_register_blocked(Operand
           CK_UNROLL
           for (int i = 0; i < kThreadM; ++i)
             CK_UNROLL
-            for (int j = 0; j < kThreadN; ++j) acc[i][j] += af[i] * bf[j];
+            for (int j = 0; j < kThreadN; ++j) acc[i][j] = dev::fma(af[i], bf[j], acc[i][j]);
         }
       }
       __syncthreads();  // before the next K-step overwrites As/Bs

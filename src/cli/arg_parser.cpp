@@ -27,7 +27,7 @@ ParsedArgs::ParsedArgs(const Args& args, std::string command,
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
       CK_CHECK(arg.empty() || arg[0] != '-' || arg == "-" || arg.size() == 1 ||
                    !std::isalpha(static_cast<unsigned char>(arg[1])),
-               command_, ": unknown option '", arg, "' (options start with --)");
+               "unknown option '", arg, "' (options start with --)");
       positional_.push_back(arg);
       continue;
     }
@@ -42,26 +42,26 @@ ParsedArgs::ParsedArgs(const Args& args, std::string command,
     if (spec == nullptr) {
       std::string known;
       for (const OptionSpec& o : options) known += std::string(known.empty() ? "" : ", ") + "--" + o.name;
-      CK_FAIL(command_, ": unknown option '--", name, "' (", command_, " takes ",
+      CK_FAIL("unknown option '--", name, "' (", command_, " takes ",
               known.empty() ? "no options" : known, ")");
     }
     if (spec->takes_value) {
       if (!inline_value) {
-        CK_CHECK(i + 1 < args.size(), command_, ": option --", name, " needs a value");
+        CK_CHECK(i + 1 < args.size(), "option --", name, " needs a value");
         value = args[++i];
       }
-      CK_CHECK(!value.empty(), command_, ": option --", name, " needs a non-empty value");
+      CK_CHECK(!value.empty(), "option --", name, " needs a non-empty value");
     } else {
-      CK_CHECK(!inline_value, command_, ": option --", name, " takes no value");
+      CK_CHECK(!inline_value, "option --", name, " takes no value");
     }
-    CK_CHECK(values_.count(name) == 0, command_, ": option --", name, " given twice");
+    CK_CHECK(values_.count(name) == 0, "option --", name, " given twice");
     values_[name] = value;
   }
 }
 
 void ParsedArgs::expect_positional(std::size_t min, std::size_t max, const char* what) const {
-  if (positional_.size() < min) CK_FAIL(command_, ": missing ", what);
-  CK_CHECK(positional_.size() <= max, command_, ": unexpected argument '", positional_[max],
+  if (positional_.size() < min) CK_FAIL("missing ", what);
+  CK_CHECK(positional_.size() <= max, "unexpected argument '", positional_[max],
            "' (expected ", what, ")");
 }
 
@@ -81,9 +81,9 @@ std::int64_t ParsedArgs::int_or(const std::string& name, std::int64_t fallback,
   if (!text) return fallback;
   std::int64_t v = 0;
   const auto r = std::from_chars(text->data(), text->data() + text->size(), v);
-  CK_CHECK(r.ec == std::errc() && r.ptr == text->data() + text->size(), command_, ": --", name,
+  CK_CHECK(r.ec == std::errc() && r.ptr == text->data() + text->size(), "--", name,
            " expects an integer, got '", *text, "'");
-  CK_CHECK(v >= min, command_, ": --", name, " must be >= ", min, ", got ", v);
+  CK_CHECK(v >= min, "--", name, " must be >= ", min, ", got ", v);
   return v;
 }
 
@@ -93,8 +93,8 @@ double ParsedArgs::real_or(const std::string& name, double fallback, double min_
   double v = 0;
   const auto r = std::from_chars(text->data(), text->data() + text->size(), v);
   CK_CHECK(r.ec == std::errc() && r.ptr == text->data() + text->size() && std::isfinite(v),
-           command_, ": --", name, " expects a number, got '", *text, "'");
-  CK_CHECK(v > min_exclusive, command_, ": --", name, " must be > ", min_exclusive, ", got ", v);
+           "--", name, " expects a number, got '", *text, "'");
+  CK_CHECK(v > min_exclusive, "--", name, " must be > ", min_exclusive, ", got ", v);
   return v;
 }
 

@@ -2,7 +2,7 @@
 // A small parser for the commands' arguments: positionals and --options,
 // each option declared with whether it takes a value. Anything undeclared,
 // a missing value, or a malformed number is a convkit::Error naming the
-// command and the argument, which main prints as one line.
+// argument; main prints it as one line after "convkit COMMAND: ".
 #include <cstdint>
 #include <map>
 #include <optional>

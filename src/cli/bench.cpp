@@ -107,9 +107,9 @@ int run_bench(const Args& args) {
     std::fputs(with_algo_names(kBenchUsage).c_str(), stdout);
     return 0;
   }
-  CK_CHECK(!args.empty(), "bench: missing what to benchmark (expected 'bench train MODEL ...')");
+  CK_CHECK(!args.empty(), "missing what to benchmark (expected 'bench train MODEL ...')");
   if (args[0] == "train") return bench_train(Args(args.begin() + 1, args.end()));
-  CK_FAIL("bench: unknown benchmark '", args[0], "' (expected train)");
+  CK_FAIL("unknown benchmark '", args[0], "' (expected train)");
 }
 
 }  // namespace convkit::cli

@@ -1,13 +1,23 @@
 // `convkit devices`: every backend, whether it can run here, and why not.
 #include <cstdio>
 
+#include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "convkit/backend/backend.h"
 
 namespace convkit::cli {
 
+constexpr const char* kDevicesUsage =
+    "usage: convkit devices\n"
+    "Lists the backends (cpu, sim, cuda:N), whether each can run here, and why not.\n";
+
 int run_devices(const Args& args) {
-  CK_CHECK(args.empty(), "devices: takes no arguments, got '", args.front(), "'");
+  if (help_requested(args)) {
+    std::fputs(kDevicesUsage, stdout);
+    return 0;
+  }
+  const ParsedArgs parsed(args, "devices", {});
+  parsed.expect_positional(0, 0, "no arguments");
   for (const BackendInfo& info : list_backends()) {
     std::printf("%-8s %-12s %s\n", info.name.c_str(), info.usable ? "usable" : "not usable",
                 info.detail.c_str());

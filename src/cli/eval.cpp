@@ -42,13 +42,13 @@ int run_eval(const Args& args) {
   const auto workers = static_cast<int>(p.int_or("workers", 1, 0));
 
   const io::Checkpoint ck = io::load_checkpoint(path);
-  CK_CHECK(ck.preprocessing.has_value(), "eval: checkpoint '", path,
+  CK_CHECK(ck.preprocessing.has_value(), "checkpoint '", path,
            "' stores no preprocessing, so its input format is unknown");
   // The data set defaults to the one the model was trained on; an image
   // folder is split with the training seed, so the test split is the same.
   const auto trained_on = ck.get_metadata("data");
   const auto data_text = p.value(std::string("data"));
-  CK_CHECK(data_text || trained_on, "eval: --data is required (the checkpoint does not say what "
+  CK_CHECK(data_text || trained_on, "--data is required (the checkpoint does not say what "
                                     "it was trained on)");
   const DataSpec spec = parse_data_spec(data_text ? *data_text : *trained_on);
   std::uint64_t seed = 1;
@@ -58,7 +58,7 @@ int run_eval(const Args& args) {
     try {
       seed = std::stoull(*stored);
     } catch (const std::exception&) {
-      CK_FAIL("eval: checkpoint '", path, "' has a malformed seed '", *stored, "'; pass --seed");
+      CK_FAIL("checkpoint '", path, "' has a malformed seed '", *stored, "'; pass --seed");
     }
   }
   const DataSplits splits = load_data(spec, seed);

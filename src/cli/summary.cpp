@@ -55,16 +55,16 @@ int run_summary(const Args& args) {
       } catch (const std::exception&) {
         used = 0;
       }
-      CK_CHECK(used == part.size() && !part.empty() && v > 0, "summary: --input expects C,H,W, got '",
+      CK_CHECK(used == part.size() && !part.empty() && v > 0, "--input expects C,H,W, got '",
                *text, "'");
       dims.push_back(v);
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
-    CK_CHECK(dims.size() == 3, "summary: --input expects C,H,W, got '", *text, "'");
+    CK_CHECK(dims.size() == 3, "--input expects C,H,W, got '", *text, "'");
     input = Shape(dims);
   }
-  CK_CHECK(input.rank() == 3, "summary: the checkpoint does not name a zoo model, so its input "
+  CK_CHECK(input.rank() == 3, "the checkpoint does not name a zoo model, so its input "
                               "shape is unknown; pass --input C,H,W");
   std::printf("%s\n%s", title.c_str(), nn::summary(*model, input).c_str());
   return 0;

@@ -1,8 +1,10 @@
-// Elementwise kernels of the cpu backend: one StridedLoop, one lambda per op.
-// The switch over ops sits outside the loop so each inner loop is a plain,
-// vectorisable function of its operands.
+// Elementwise kernels of the cpu backend: one StridedLoop per op, over the
+// formulas the GPU kernels use too (convkit/backend/elementwise_math.h). The
+// op is a compile-time constant inside each loop, so every inner loop is a
+// plain, vectorisable function of its operands.
 #include <cmath>
 
+#include "convkit/backend/elementwise_math.h"
 #include "convkit/core/philox.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/philox_lanes.h"
@@ -50,55 +52,19 @@ void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
 
 template <typename T>
 void unary_typed(UnaryOp op, const Tensor& x, const Tensor& out, T a, T b) {
-  switch (op) {
-    case UnaryOp::copy: return map1<T, T>(x, out, [](T v) { return v; });
-    case UnaryOp::neg: return map1<T, T>(x, out, [](T v) { return -v; });
-    case UnaryOp::exp: return map1<T, T>(x, out, [](T v) { return std::exp(v); });
-    case UnaryOp::log: return map1<T, T>(x, out, [](T v) { return std::log(v); });
-    case UnaryOp::sqrt: return map1<T, T>(x, out, [](T v) { return std::sqrt(v); });
-    case UnaryOp::rsqrt: return map1<T, T>(x, out, [](T v) { return T(1) / std::sqrt(v); });
-    case UnaryOp::abs: return map1<T, T>(x, out, [](T v) { return std::abs(v); });
-    case UnaryOp::sign: return map1<T, T>(x, out, [](T v) { return T((v > 0) - (v < 0)); });
-    case UnaryOp::square: return map1<T, T>(x, out, [](T v) { return v * v; });
-    case UnaryOp::reciprocal: return map1<T, T>(x, out, [](T v) { return T(1) / v; });
-    case UnaryOp::relu: return map1<T, T>(x, out, [](T v) { return v > 0 ? v : T(0); });
-    case UnaryOp::sigmoid:
-      return map1<T, T>(x, out, [](T v) { return T(1) / (T(1) + std::exp(-v)); });
-    case UnaryOp::tanh: return map1<T, T>(x, out, [](T v) { return std::tanh(v); });
-    case UnaryOp::add_scalar: return map1<T, T>(x, out, [a](T v) { return v + a; });
-    case UnaryOp::mul_scalar: return map1<T, T>(x, out, [a](T v) { return v * a; });
-    case UnaryOp::pow_scalar:
+  elementwise_math::with_unary_op(op, [&]<UnaryOp Op>() {
+    if constexpr (Op == UnaryOp::pow_scalar) {  // hoist the square's shortcut out of the loop
       if (a == T(2)) return map1<T, T>(x, out, [](T v) { return v * v; });
-      return map1<T, T>(x, out, [a](T v) { return std::pow(v, a); });
-    case UnaryOp::rsub_scalar: return map1<T, T>(x, out, [a](T v) { return a - v; });
-    case UnaryOp::rdiv_scalar: return map1<T, T>(x, out, [a](T v) { return a / v; });
-    case UnaryOp::clamp:
-      return map1<T, T>(x, out, [a, b](T v) { return v < a ? a : (v > b ? b : v); });
-    case UnaryOp::leaky_relu: return map1<T, T>(x, out, [a](T v) { return v > 0 ? v : a * v; });
-    case UnaryOp::elu:
-      return map1<T, T>(x, out, [a](T v) { return v > 0 ? v : a * (std::exp(v) - T(1)); });
-    case UnaryOp::gt_scalar: return map1<T, T>(x, out, [a](T v) { return T(v > a); });
-  }
+    }
+    map1<T, T>(x, out, [a, b](T v) { return elementwise_math::unary_value(Op, v, a, b); });
+  });
 }
 
 template <typename T>
 void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
-  switch (op) {
-    case BinaryOp::add: return map2<T>(a, b, out, [](T x, T y) { return x + y; });
-    case BinaryOp::sub: return map2<T>(a, b, out, [](T x, T y) { return x - y; });
-    case BinaryOp::mul: return map2<T>(a, b, out, [](T x, T y) { return x * y; });
-    case BinaryOp::div: return map2<T>(a, b, out, [](T x, T y) { return x / y; });
-    case BinaryOp::pow: return map2<T>(a, b, out, [](T x, T y) { return std::pow(x, y); });
-    case BinaryOp::maximum: return map2<T>(a, b, out, [](T x, T y) { return x > y ? x : y; });
-    case BinaryOp::minimum: return map2<T>(a, b, out, [](T x, T y) { return x < y ? x : y; });
-    case BinaryOp::eq: return map2<T>(a, b, out, [](T x, T y) { return T(x == y); });
-    case BinaryOp::ne: return map2<T>(a, b, out, [](T x, T y) { return T(x != y); });
-    case BinaryOp::lt: return map2<T>(a, b, out, [](T x, T y) { return T(x < y); });
-    case BinaryOp::le: return map2<T>(a, b, out, [](T x, T y) { return T(x <= y); });
-    case BinaryOp::gt: return map2<T>(a, b, out, [](T x, T y) { return T(x > y); });
-    case BinaryOp::ge: return map2<T>(a, b, out, [](T x, T y) { return T(x >= y); });
-    case BinaryOp::relu_grad: return map2<T>(a, b, out, [](T g, T y) { return y > 0 ? g : T(0); });
-  }
+  elementwise_math::with_binary_op(op, [&]<BinaryOp Op>() {
+    map2<T>(a, b, out, [](T x, T y) { return elementwise_math::binary_value(Op, x, y); });
+  });
 }
 
 }  // namespace

@@ -182,7 +182,11 @@ class Reader {
     unsigned char version_bytes[4];
     file_.read(version_bytes, 4, "the format version");
     const std::uint32_t version = detail::get_u32(version_bytes);
-    if (version == 0 || version > kCheckpointVersion) {
+    if (version == 0) {
+      file_.fail_at(8, "checkpoint format version 0, which no convkit writes (versions start at 1): "
+                       "the header is damaged");
+    }
+    if (version > kCheckpointVersion) {
       file_.fail_at(8, "unsupported checkpoint format version " + std::to_string(version) +
                            " (this build reads versions 1 to " + std::to_string(kCheckpointVersion) +
                            "; a newer convkit wrote it?)");

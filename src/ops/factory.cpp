@@ -1,5 +1,6 @@
 #include "convkit/ops/factory.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/op_helpers.h"
@@ -99,7 +100,24 @@ Tensor from_host(const std::vector<T>& values, const Shape& shape, TensorOptions
 
 Tensor from_vector(const std::vector<float>& v, const Shape& s, TensorOptions o) { return from_host(v, s, o); }
 Tensor from_vector(const std::vector<double>& v, const Shape& s, TensorOptions o) { return from_host(v, s, o); }
-Tensor from_vector(const std::vector<std::int64_t>& v, const Shape& s, TensorOptions o) { return from_host(v, s, o); }
+Tensor from_vector(const std::vector<std::int64_t>& v, const Shape& s, TensorOptions o) {
+  if (!o.dtype_given_) o.dtype(DType::int64);
+  return from_host(v, s, o);
+}
+
+Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOptions opts) {
+  CK_CHECK(low < high, "randint: low (", low, ") must be below high (", high, ")");
+  const double range = static_cast<double>(high) - static_cast<double>(low);
+  CK_CHECK(range <= 0x1p52, "randint: the range [", low, ", ", high, ") is wider than 2^52");
+  // Drawn on the host from the same Philox stream as every other factory, so
+  // the values do not depend on the device they end up on.
+  const std::vector<double> u = uniform(shape, 0, range, DType::float64).to_vector<double>();
+  std::vector<std::int64_t> values(u.size());
+  for (std::size_t i = 0; i < u.size(); ++i)
+    values[i] = low + std::min(static_cast<std::int64_t>(u[i]), high - low - 1);  // u < range, but rounding
+  if (!opts.dtype_given_) opts.dtype(DType::int64);
+  return from_host(values, shape, opts);
+}
 
 Tensor scalar_tensor(double value, TensorOptions opts) { return full({}, value, opts); }
 

@@ -215,6 +215,9 @@ void BlockScheduler::thread_exited(ThreadSlot& thread) {
   // Waiters no longer wait for this thread.
   const unsigned warp_index = thread.linear / 32;
   warps_[warp_index].absent |= 1u << (thread.linear % 32);
+  // The profile: a warp whose lanes have all exited has met for the last time.
+  if (checker_.profiler().active() && warps_[warp_index].absent == ~0u) [[unlikely]]
+    checker_.warp_exited(warp_index);
   complete_ready_groups(warp_index);
   if (at_barrier_count_ > 0 && at_barrier_count_ == live_threads()) release_block_barrier();
 }
@@ -327,6 +330,10 @@ void BlockScheduler::release_block_barrier() {
   }
   at_barrier_count_ = 0;
   checker_.barrier_released();
+}
+
+void BlockScheduler::add_fmas(std::uint64_t n) {
+  if (checker_.profiler().active()) checker_.profiler().add_fmas(n);
 }
 
 unsigned BlockScheduler::active_mask() const { return 1u << (running_thread_->linear % 32); }

@@ -122,6 +122,8 @@ class BlockScheduler {
   std::uint64_t warp_op(WarpOpKind kind, unsigned mask, std::uint64_t operand, int arg, int width,
                         SourceSite site);
   unsigned active_mask() const;
+  // dev::fma in a profiled launch (convkit/sim/arithmetic_count.h).
+  void add_fmas(std::uint64_t n);
   // The sim checks (check/): an access that the instrumented kernel reports,
   // and the storage of a __shared__ array met for the first time on this OS
   // thread (kept by the checker whether or not checks run). A failed

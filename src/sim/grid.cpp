@@ -11,12 +11,14 @@
 
 #include "convkit/core/error.h"
 #include "convkit/sim/check.h"
+#include "convkit/sim/profile.h"
 #include "convkit/sim/runtime.h"
 #include "convkit/sim/schedule.h"
 #include "sim/block_scheduler.h"
 #include "sim/check/finding.h"
 #include "sim/check/launch_checks.h"
 #include "sim/check/regions.h"
+#include "sim/profile/profile_store.h"
 
 namespace convkit::sim {
 namespace {
@@ -61,20 +63,25 @@ void run_grid(const GridLaunch& launch) {
   const Schedule schedule = current_schedule();
   const std::uint64_t block_count = std::uint64_t{launch.grid.x} * launch.grid.y * launch.grid.z;
   const Checks checks = current_checks();
+  // The performance model sees accesses through the checks' machinery.
+  const bool profiled = profiling();
+  KernelProfile profile;
   std::unique_ptr<detail::LaunchChecks> launch_checks;
-  if (checks.any()) {
+  if (checks.any() || profiled) {
     launch_checks = std::make_unique<detail::LaunchChecks>(checks, launch.kernel, launch.grid, launch.block);
-    detail::track_global_regions(checks.racecheck);
+    if (profiled) launch_checks->set_profile(&profile);
+    detail::track_global_regions(checks.racecheck || profiled);
   }
 
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
   std::exception_ptr first_error;
 
-  // Under the checks the blocks run one after another on this OS thread: the
-  // checks' state of global memory then needs no locking, and conflicts
-  // between blocks are found in the same order every run.
-#pragma omp parallel if (block_count > 1 && !checks.any())
+  // Under the checks (and the profile) the blocks run one after another on
+  // this OS thread: the checks' state of global memory and the counters then
+  // need no locking, and conflicts between blocks are found in the same order
+  // every run.
+#pragma omp parallel if (block_count > 1 && !launch_checks)
   {
     detail::BlockScheduler& scheduler = detail::BlockScheduler::for_this_thread();
     bool prepared = false;
@@ -101,6 +108,10 @@ void run_grid(const GridLaunch& launch) {
     } catch (const detail::Finding& finding) {  // a check stopped the launch
       throw Error(finding.render());
     }
+  }
+  if (profiled) {
+    profile.launches = 1;
+    detail::add_launch_profile(launch.kernel, profile);
   }
   if (launch_checks) {
     for (const std::string& warning : launch_checks->across_block_reports()) detail::add_check_warning(warning);

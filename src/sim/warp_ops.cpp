@@ -153,7 +153,8 @@ void BlockScheduler::complete_group(unsigned warp_index, std::size_t group_index
   pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(group_index));
 
   compute_warp_results(warp_index, group);
-  checker_.warp_synced(warp_index, group.arrived);  // racecheck: the lanes are now ordered
+  // racecheck: the lanes are now ordered; the profile: the warp may have met.
+  checker_.warp_synced(warp_index, group.arrived, warps_[warp_index].absent);
 
   // Release the lanes in schedule order: ascending lanes for forward, descending
   // for reverse, shuffled for random.

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "conv_check.h"
-#include "convkit/backend/backend.h"
+#include "cpu_conv_pass.h"
 
 namespace convkit::bench {
 namespace {
@@ -26,35 +26,7 @@ Conv2dDesc make(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, 
   return d;
 }
 
-// The pass computed by the cpu backend with `algo`, as check_conv_pass reads it.
-PassData run(const Conv2dDesc& d, ConvAlgo algo, ConvPass pass) {
-  Backend& cpu = backend_for(kCPU);
-  const Shape xs{d.N, d.C, d.H, d.W}, ws{d.K, d.C_per_group(), d.R, d.S}, ys{d.N, d.K, d.P(), d.Q()};
-  const std::size_t ws_bytes = cpu.conv2d_workspace_bytes(algo, d, DType::float32, pass);
-  const Tensor workspace = ws_bytes ? empty({static_cast<std::int64_t>(ws_bytes / 4 + 1)}) : Tensor();
-  PassData data;
-  switch (pass) {
-    case ConvPass::forward: {
-      const Tensor x = uniform(xs, -1, 1), w = uniform(ws, -1, 1), b = uniform({d.K}, -1, 1), y = empty(ys);
-      cpu.conv2d_forward(algo, d, x, w, b, y, workspace);
-      data = {x.to_vector<float>(), w.to_vector<float>(), b.to_vector<float>(), {}, y.to_vector<float>(), {}};
-      break;
-    }
-    case ConvPass::backward_data: {
-      const Tensor dy = uniform(ys, -1, 1), w = uniform(ws, -1, 1), dx = empty(xs);
-      cpu.conv2d_backward_data(algo, d, dy, w, dx, workspace);
-      data = {{}, w.to_vector<float>(), {}, dy.to_vector<float>(), dx.to_vector<float>(), {}};
-      break;
-    }
-    case ConvPass::backward_weights: {
-      const Tensor x = uniform(xs, -1, 1), dy = uniform(ys, -1, 1), dw = empty(ws), db = empty({d.K});
-      cpu.conv2d_backward_weights(algo, d, x, dy, dw, db, workspace);
-      data = {x.to_vector<float>(), {}, {}, dy.to_vector<float>(), dw.to_vector<float>(), db.to_vector<float>()};
-      break;
-    }
-  }
-  return data;
-}
+using testing::run_cpu_pass;
 
 const std::vector<Case> kCases = {
     {"odd", make(2, 3, 7, 5, 4, 3, 2, 1, 1)},
@@ -68,7 +40,7 @@ TEST(ConvCheck, AcceptsEveryCpuAlgorithmAndPass) {
       for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
         const ConvAlgo algo = info.algo;
         if (!backend_for(kCPU).conv2d_supports(algo, c.desc)) continue;
-        const CheckResult r = check_conv_pass(c.desc, algo, pass, run(c.desc, algo, pass));
+        const CheckResult r = check_conv_pass(c.desc, algo, pass, run_cpu_pass(c.desc, algo, pass));
         EXPECT_TRUE(r.ok()) << c.name << " " << conv_algo_name(algo) << " " << conv_pass_name(pass) << ": "
                             << r.worst;
         EXPECT_GT(r.checked, 0u);
@@ -79,7 +51,7 @@ TEST(ConvCheck, AcceptsEveryCpuAlgorithmAndPass) {
 TEST(ConvCheck, RejectsOneWrongElement) {
   for (const Case& c : kCases)
     for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
-      PassData data = run(c.desc, ConvAlgo::direct, pass);
+      PassData data = run_cpu_pass(c.desc, ConvAlgo::direct, pass);
       // The last element is always in the sample.
       data.out.back() += 1.0f;
       const CheckResult r = check_conv_pass(c.desc, ConvAlgo::direct, pass, data);
@@ -92,17 +64,17 @@ TEST(ConvCheck, RejectsOneWrongElement) {
 
 TEST(ConvCheck, RejectsAWrongBiasGradientAndNaN) {
   const Conv2dDesc d = kCases[0].desc;
-  PassData data = run(d, ConvAlgo::direct, ConvPass::backward_weights);
+  PassData data = run_cpu_pass(d, ConvAlgo::direct, ConvPass::backward_weights);
   data.db[0] += 1.0f;
   EXPECT_FALSE(check_conv_pass(d, ConvAlgo::direct, ConvPass::backward_weights, data).ok());
-  data = run(d, ConvAlgo::fft, ConvPass::forward);
+  data = run_cpu_pass(d, ConvAlgo::fft, ConvPass::forward);
   data.out[0] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_FALSE(check_conv_pass(d, ConvAlgo::fft, ConvPass::forward, data).ok());
 }
 
 TEST(ConvCheck, OperandOfTheWrongSizeIsAnError) {
   const Conv2dDesc d = kCases[0].desc;
-  PassData data = run(d, ConvAlgo::direct, ConvPass::forward);
+  PassData data = run_cpu_pass(d, ConvAlgo::direct, ConvPass::forward);
   data.x.pop_back();
   EXPECT_THROW(check_conv_pass(d, ConvAlgo::direct, ConvPass::forward, data), Error);
 }

@@ -61,12 +61,23 @@ TEST(Cli, NoArgumentsPrintsUsageAndFails) {
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-  for (const char* command : {"train", "eval", "predict", "bench", "summary"}) {
+  for (const char* command : {"train", "eval", "predict", "bench", "summary", "devices"}) {
     const CommandResult r = convkit(std::string(command) + " --help");
     EXPECT_EQ(r.status, 0) << command;
     EXPECT_EQ(r.out.rfind(std::string("usage: convkit ") + command, 0), 0u) << r.out;
   }
   EXPECT_NE(convkit("train --help").out.find("--epochs E"), std::string::npos);
+}
+
+// main names the command once: "convkit train: unknown option ...".
+TEST(Cli, ErrorsNameTheCommandOnce) {
+  for (const char* command : {"train", "eval", "predict", "bench", "summary", "devices"}) {
+    const CommandResult r = convkit(std::string(command) + " x --bogus");
+    EXPECT_EQ(r.status, 2) << command;
+    EXPECT_EQ(r.err.rfind(std::string("convkit ") + command + ": ", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find(std::string(command) + ": ", 9 + std::string(command).size()), std::string::npos)
+        << r.err;
+  }
 }
 
 TEST(Cli, BadArgumentsAreOneLineErrors) {

@@ -83,6 +83,33 @@ TEST_P(TensorOnDevice, CopiesAcrossDevicesAndDtypes) {
   EXPECT_THROW(on.data<double>(), Error);
 }
 
+TEST_P(TensorOnDevice, IntegerFactoriesMakeInt64UnlessToldOtherwise) {
+  const Device dev = GetParam();
+  const std::vector<std::int64_t> labels{3, 0, 7};
+  EXPECT_EQ(from_vector(labels, {3}).dtype(), DType::int64);
+  EXPECT_EQ(from_vector(labels, {3}, dev).dtype(), DType::int64);  // a device alone keeps int64
+  EXPECT_EQ(from_vector(labels, {3}, TensorOptions().dtype(DType::float32).device(dev)).dtype(), DType::float32);
+  EXPECT_EQ(from_vector(labels, {3}, dev).to_vector<std::int64_t>(), labels);
+  EXPECT_EQ(from_vector(std::vector<double>{1.5}, {1}, dev).dtype(), DType::float32);
+
+  manual_seed(11);
+  const Tensor a = randint(-3, 4, {4000}, dev);
+  EXPECT_EQ(a.dtype(), DType::int64);
+  EXPECT_EQ(a.device(), dev);
+  const std::vector<std::int64_t> v = a.to_vector<std::int64_t>();
+  std::vector<int> seen(7, 0);
+  for (std::int64_t x : v) {
+    ASSERT_GE(x, -3);
+    ASSERT_LT(x, 4);
+    ++seen[static_cast<std::size_t>(x + 3)];
+  }
+  for (int count : seen) EXPECT_GT(count, 4000 / 7 / 2);  // every value drawn, roughly evenly
+  manual_seed(11);
+  EXPECT_EQ(randint(-3, 4, {4000}).to_vector<std::int64_t>(), v);  // the same stream on every device
+  EXPECT_EQ(randint(0, 5, {2}, TensorOptions().dtype(DType::float64).device(dev)).dtype(), DType::float64);
+  EXPECT_THROW(randint(2, 2, {1}, dev), Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, TensorOnDevice, ::testing::ValuesIn(testing::test_devices()),
                          testing::device_name);
 

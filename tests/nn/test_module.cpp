@@ -151,8 +151,8 @@ TEST(Module, SequentialReluInPlaceMatchesRelu) {
   auto first = std::make_shared<Leaf>(2), second = std::make_shared<Leaf>(2);
   // The ReLU after `first` may work in place; the ones on the input and on
   // the stashed output must not.
-  auto seq = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::ReLU>(), first, std::make_shared<nn::ReLU>(), second, stash, std::make_shared<nn::ReLU>()});
+  auto seq = std::make_shared<nn::Sequential>(std::make_shared<nn::ReLU>(), first, std::make_shared<nn::ReLU>(),
+                                              second, stash, std::make_shared<nn::ReLU>());
   const Tensor x = randn({6, 2}, TensorOptions().requires_grad());
   const std::vector<double> x_before = x.detach().to_vector<double>();
   const Tensor y = seq->forward(x);
@@ -179,8 +179,7 @@ TEST(Module, SequentialFusesBatchNormAndRelu) {
   auto bn = std::make_shared<nn::BatchNorm2d>(3);
   nn::init::uniform_(bn->weight, 0.5, 1.5);
   nn::init::uniform_(bn->bias, -0.5, 0.5);
-  auto seq = std::make_shared<nn::Sequential>(
-      std::initializer_list<std::shared_ptr<nn::Module>>{bn, std::make_shared<nn::ReLU>()});
+  auto seq = std::make_shared<nn::Sequential>(bn, std::make_shared<nn::ReLU>());
   const Tensor x = randn({4, 3, 5, 5}, TensorOptions().requires_grad());
   const Tensor y = seq->forward(x);
   sum(y * y).backward();

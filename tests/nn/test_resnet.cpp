@@ -75,6 +75,55 @@ TEST_P(ResNetOnDevice, Resnet18TrainsAStepAndEvaluates) {
   EXPECT_TRUE(all_close(a, b.to_vector<double>(), 0, 0));  // eval is deterministic
 }
 
+// In float64 and training mode (batch statistics), with the identity and the
+// projection shortcut: the input gradient by gradcheck, and every parameter's
+// gradient against central differences of the same projection <block(x), v>
+// at its first and last elements.
+TEST_P(ResNetOnDevice, BasicBlockGradientsMatchFiniteDifferences) {
+  std::mt19937_64 rng(testing::kSeed + 61);
+  const TensorOptions o = TensorOptions().dtype(DType::float64).device(GetParam());
+  for (const std::int64_t stride : {1, 2}) {
+    nn::BasicBlock block(4, stride == 1 ? 4 : 6, stride);
+    block.to(DType::float64);
+    block.to(GetParam());
+    const Tensor x = random_tensor({2, 4, 4, 4}, rng, o).requires_grad_(true);
+    autograd::GradcheckOptions sampled;
+    sampled.max_elements = 16;  // each element costs two forward passes, which sim runs slowly
+    EXPECT_TRUE(testing::grad_ok([&](const std::vector<Tensor>& in) { return block(in[0]); }, {x}, sampled))
+        << "stride " << stride;
+
+    const Tensor v = random_tensor(block(x).shape(), rng, o);
+    auto projection = [&] {
+      NoGradGuard no_grad;
+      return (block(x) * v).sum().item();
+    };
+    block.zero_grad();
+    (block(x) * v).sum().backward();
+    constexpr double kEps = 1e-6;
+    for (const auto& [name, p] : block.named_parameters()) {
+      ASSERT_TRUE(p.grad().defined()) << name;
+      const std::vector<double> analytic = p.grad().to_vector<double>();
+      std::vector<double> values = p.to_vector<double>();
+      for (std::int64_t i : {std::int64_t{0}, p.numel() - 1}) {
+        const double original = values[static_cast<std::size_t>(i)];
+        auto set = [&](double value) {
+          values[static_cast<std::size_t>(i)] = value;
+          NoGradGuard no_grad;
+          p.detach().copy_(from_vector(values, p.shape(), o));
+        };
+        set(original + kEps);
+        const double plus = projection();
+        set(original - kEps);
+        const double minus = projection();
+        set(original);
+        const double numeric = (plus - minus) / (2 * kEps);
+        EXPECT_NEAR(analytic[static_cast<std::size_t>(i)], numeric, 1e-5 + 1e-4 * std::abs(numeric))
+            << "stride " << stride << ", " << name << "[" << i << "]";
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, ResNetOnDevice, ::testing::ValuesIn(testing::test_devices()),
                          testing::device_name);
 

@@ -17,6 +17,7 @@ namespace {
 
 using convkit::sim::Checks;
 using convkit::sim::ScopedChecks;
+using sim_test::DeviceBuffer;
 
 // "tests/sim/kernels/planted_bugs.cu:NN" for the line marked `// BUG: name`.
 std::string bug_site(const std::string& name) {
@@ -28,24 +29,6 @@ std::string bug_site(const std::string& name) {
   ADD_FAILURE() << "no line marked // BUG: " << name;
   return "?";
 }
-
-// Device memory as the sim backend allocates it: guarded while a check is on.
-template <typename T>
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t n) : n_(n), p_(static_cast<T*>(convkit::sim::global_allocate(n * sizeof(T)))) {
-    std::fill(p_, p_ + n, T{});
-  }
-  ~DeviceBuffer() { convkit::sim::global_free(p_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  T* get() const { return p_; }
-  T& operator[](std::size_t i) const { return p_[i]; }
-
- private:
-  std::size_t n_;
-  T* p_;
-};
 
 Checks only(bool Checks::*which) {
   Checks c;

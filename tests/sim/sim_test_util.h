@@ -6,11 +6,14 @@
 // all. Tests that launch kernels run under each schedule in kSchedules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
 
 #include "convkit/core/error.h"
+#include "convkit/sim/runtime.h"
 #include "convkit/sim/schedule.h"
 
 namespace sim_test {
@@ -51,6 +54,24 @@ class WithSchedule : public ::testing::TestWithParam<const char*> {
 
  private:
   convkit::sim::ScopedSchedule schedule_;
+};
+
+// Device memory as the sim backend allocates it: guarded while a check or the
+// profile is on, zero-filled.
+template <typename T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t n) : p_(static_cast<T*>(convkit::sim::global_allocate(n * sizeof(T)))) {
+    std::fill(p_, p_ + n, T{});
+  }
+  ~DeviceBuffer() { convkit::sim::global_free(p_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  T* get() const { return p_; }
+  T& operator[](std::size_t i) const { return p_[i]; }
+
+ private:
+  T* p_;
 };
 
 }  // namespace sim_test

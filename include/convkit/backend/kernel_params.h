@@ -6,26 +6,32 @@
 
 namespace convkit {
 
-enum class UnaryOp {
-  copy,        // out = x (also converts dtype)
-  neg, exp, log, sqrt, rsqrt, abs, sign, square, reciprocal,
-  relu, sigmoid, tanh,
-  add_scalar,  // x + a
-  mul_scalar,  // x * a
-  pow_scalar,  // x ^ a
-  rsub_scalar, // a - x
-  rdiv_scalar, // a / x
-  clamp,       // min(max(x, a), b)
-  leaky_relu,  // x > 0 ? x : a * x
-  elu,         // x > 0 ? x : a * (exp(x) - 1)
-  gt_scalar,   // x > a ? 1 : 0
-};
+// The elementwise ops, listed once: the enums and the compile-time dispatch
+// (elementwise_math.h's with_unary_op) expand these lists, and
+// elementwise_math.h holds each op's formula. `a` and `b` are an op's scalars.
+#define CONVKIT_UNARY_OPS(X)                                   \
+  X(copy)        /* out = x (also converts dtype) */           \
+  X(neg) X(exp) X(log) X(sqrt) X(rsqrt) X(abs) X(sign)         \
+  X(square) X(reciprocal) X(relu) X(sigmoid) X(tanh)           \
+  X(add_scalar)  /* x + a */                                   \
+  X(mul_scalar)  /* x * a */                                   \
+  X(pow_scalar)  /* x ^ a */                                   \
+  X(rsub_scalar) /* a - x */                                   \
+  X(rdiv_scalar) /* a / x */                                   \
+  X(clamp)       /* min(max(x, a), b) */                       \
+  X(leaky_relu)  /* x > 0 ? x : a * x */                       \
+  X(elu)         /* x > 0 ? x : a * (exp(x) - 1) */            \
+  X(gt_scalar)   /* x > a ? 1 : 0 */
 
-enum class BinaryOp {
-  add, sub, mul, div, pow, maximum, minimum,
-  eq, ne, lt, le, gt, ge,  // 1 or 0 in the inputs' dtype
-  relu_grad,               // a where b > 0, else 0: ReLU's backward from its output in one pass
-};
+#define CONVKIT_BINARY_OPS(X)                                  \
+  X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)     \
+  X(eq) X(ne) X(lt) X(le) X(gt) X(ge) /* 1 or 0 in the inputs' dtype */ \
+  X(relu_grad)   /* a where b > 0, else 0: ReLU's backward from its output */
+
+#define CK_ENUM_VALUE(name) name,
+enum class UnaryOp { CONVKIT_UNARY_OPS(CK_ENUM_VALUE) };
+enum class BinaryOp { CONVKIT_BINARY_OPS(CK_ENUM_VALUE) };
+#undef CK_ENUM_VALUE
 
 enum class ReduceOp { sum, max, min };
 

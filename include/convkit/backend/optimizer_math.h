@@ -12,17 +12,13 @@
 #include <cmath>
 
 #include "convkit/backend/kernel_params.h"
+#include "convkit/core/host_device.h"
 
-#if defined(__CUDACC__) || defined(CONVKIT_SIM_KERNEL)
-#define CK_OPTIM_HOST_DEVICE __host__ __device__
-#else
-#define CK_OPTIM_HOST_DEVICE
-#endif
 
 namespace convkit::optim_math {
 
-CK_OPTIM_HOST_DEVICE inline float square_root(float x) { return sqrtf(x); }
-CK_OPTIM_HOST_DEVICE inline double square_root(double x) { return sqrt(x); }
+CK_HOST_DEVICE inline float square_root(float x) { return sqrtf(x); }
+CK_HOST_DEVICE inline double square_root(double x) { return sqrt(x); }
 
 // SgdStep's hyper-parameters rounded to T once per tensor.
 template <typename T>
@@ -45,7 +41,7 @@ SgdScalars<T> sgd_scalars(const SgdStep& s) {
 
 // optim::sgd_update for one element; `buf` is ignored without momentum.
 template <typename T>
-CK_OPTIM_HOST_DEVICE inline void sgd_element(const SgdScalars<T>& s, T& p, T grad, T& buf) {
+CK_HOST_DEVICE inline void sgd_element(const SgdScalars<T>& s, T& p, T grad, T& buf) {
   T d = s.weight_decay_on ? grad + p * s.weight_decay : grad;
   if (s.momentum_on) {
     buf = s.first_step ? d : buf * s.momentum + d * s.one_minus_dampening;
@@ -82,7 +78,7 @@ AdamScalars<T> adam_scalars(const AdamStep& s) {
 
 // optim::adam_update for one element.
 template <typename T>
-CK_OPTIM_HOST_DEVICE inline void adam_element(const AdamScalars<T>& s, T& p, T grad, T& m, T& v) {
+CK_HOST_DEVICE inline void adam_element(const AdamScalars<T>& s, T& p, T grad, T& m, T& v) {
   if (s.decoupled_decay_on) p = p * s.decay_factor;
   const T g = s.l2_decay_on ? grad + p * s.weight_decay : grad;
   m = m * s.beta1 + g * s.one_minus_beta1;

@@ -6,11 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__) || defined(CONVKIT_SIM_KERNEL)
-#define CK_HOST_DEVICE __host__ __device__
-#else
-#define CK_HOST_DEVICE
-#endif
+#include "convkit/core/host_device.h"
 
 namespace convkit::philox {
 

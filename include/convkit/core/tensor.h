@@ -24,10 +24,13 @@ struct TensorOptions {
   DType dtype_ = DType::float32;
   Device device_ = kCPU;
   bool requires_grad_ = false;
+  // Whether dtype_ was chosen rather than defaulted: factories of integer
+  // values (from_vector of int64, randint) then make int64, as PyTorch does.
+  bool dtype_given_ = false;
   TensorOptions() = default;
-  TensorOptions(DType t) : dtype_(t) {}        // NOLINT: zeros(s, DType::float64)
+  TensorOptions(DType t) : dtype_(t), dtype_given_(true) {}  // NOLINT: zeros(s, DType::float64)
   TensorOptions(Device d) : device_(d) {}      // NOLINT: zeros(s, Device("sim"))
-  TensorOptions& dtype(DType t) { dtype_ = t; return *this; }
+  TensorOptions& dtype(DType t) { dtype_ = t; dtype_given_ = true; return *this; }
   TensorOptions& device(Device d) { device_ = d; return *this; }
   TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
 };

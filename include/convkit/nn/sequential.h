@@ -3,6 +3,7 @@
 //   auto net = std::make_shared<nn::Sequential>();
 //   net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 8, 3).padding(1)));
 //   net->push_back(std::make_shared<nn::ReLU>());
+// or all at once: std::make_shared<nn::Sequential>(conv, relu, pool).
 // Children pushed without a name are called "0", "1", ... by position, so
 // parameters read "0.weight"; push_back(name, module) gives named children
 // ("conv1.weight") while keeping positional indexing.
@@ -10,6 +11,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "convkit/nn/module.h"
 
@@ -19,6 +21,14 @@ class Sequential : public Module {
  public:
   Sequential();
   Sequential(std::initializer_list<std::shared_ptr<Module>> modules);
+  // std::make_shared<nn::Sequential>(conv, relu, pool): the children in
+  // order, with no initializer_list to spell out (make_shared cannot forward
+  // a braced list).
+  template <typename... M>
+    requires(sizeof...(M) > 0 && (std::is_base_of_v<Module, M> && ...))
+  explicit Sequential(std::shared_ptr<M>... modules) : Sequential() {
+    (push_back(std::move(modules)), ...);
+  }
 
   template <typename M>
   std::shared_ptr<M> push_back(std::shared_ptr<M> module) {

@@ -22,10 +22,15 @@ Tensor randn(const Shape& shape, TensorOptions opts = {});  // standard normal
 Tensor uniform(const Shape& shape, double lo, double hi, TensorOptions opts = {});
 Tensor normal(const Shape& shape, double mean, double std, TensorOptions opts = {});
 // Copies host values into a new tensor; values.size() must equal shape.numel().
+// The dtype is opts' when given; otherwise float32 for float and double
+// values, and int64 for int64 values (class labels stay integers).
 Tensor from_vector(const std::vector<float>& values, const Shape& shape, TensorOptions opts = {});
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions opts = {});
 Tensor from_vector(const std::vector<std::int64_t>& values, const Shape& shape,
                    TensorOptions opts = {});
+// Integers drawn uniformly from [low, high), int64 unless opts give a dtype.
+// Needs high - low <= 2^52 (the draws are float64 uniforms, floored).
+Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOptions opts = {});
 Tensor scalar_tensor(double value, TensorOptions opts = {});
 
 // The process-wide Philox generator: a seed and an offset that every random

@@ -34,8 +34,8 @@ void* dynamic_shared_memory();
 std::size_t dynamic_shared_bytes();
 
 // Device memory (cudaMalloc/cudaFree for sim): host memory a kernel can use.
-// While a sim check is on (check.h) an allocation is exact-sized between guard
-// zones; otherwise it is rounded up to 256 bytes. Throws when out of memory.
+// While a sim check (check.h) or the profile (profile.h) is on, an allocation
+// is exact-sized between guard zones; otherwise it is rounded up to 256 bytes. Throws when out of memory.
 void* global_allocate(std::size_t nbytes);
 void global_free(void* p);
 

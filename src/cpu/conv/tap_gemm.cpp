@@ -63,6 +63,8 @@ PaddedPlanes padded_output_gradient(const Conv2dDesc& d) {
   return {d.K, d.H + s.extent_h() - 1, round_up(d.W, kTileColumns) + s.extent_w() - 1, s.pad_top, s.pad_left};
 }
 
+#ifdef CONVKIT_TAP_GEMM
+
 // Writes every float of `dst` once: the source where it lands, zero elsewhere.
 void pad_planes(const float* src, i64 src_rows, i64 src_cols, const PaddedPlanes& dst, float* out) {
   const i64 col_begin = std::max<i64>(0, -dst.left);
@@ -107,8 +109,6 @@ struct Correlation {
   float* out;            // out_channels planes of rows x cols, out_channel_stride apart
   i64 out_channels, rows, cols, out_channel_stride;
 };
-
-#ifdef CONVKIT_TAP_GEMM
 
 // The registers a forward tile is written in: two vectors of one output
 // row per channel, so 16 columns in AVX2's ymm and 32 in AVX-512's zmm.

@@ -62,7 +62,7 @@ BlockChecker::~BlockChecker() {
 BlockChecker::Marking BlockChecker::wanted_marking() const {
   if (!active()) return Marking::none;
   const Checks& c = launch_->checks();
-  return c.racecheck || c.initcheck ? Marking::tracked : Marking::bounds;
+  return c.racecheck || c.initcheck || launch_->profile() != nullptr ? Marking::tracked : Marking::bounds;
 }
 
 void BlockChecker::mark_static_shared(Marking marking) {
@@ -81,6 +81,7 @@ void BlockChecker::mark_static_shared(Marking marking) {
 void BlockChecker::begin_launch(LaunchChecks* launch, unsigned thread_count) {
   launch_ = launch;
   if (active() && launch_->checks().racecheck) clocks_.resize(thread_count);
+  profiler_.begin_launch(active() ? launch_->profile() : nullptr, thread_count);
 }
 
 void BlockChecker::begin_block(uint3 block_index, unsigned char* dynamic_shared, std::size_t dynamic_bytes) {
@@ -88,6 +89,7 @@ void BlockChecker::begin_block(uint3 block_index, unsigned char* dynamic_shared,
   if (!active()) return;
   block_index_ = block_index;
   serial_ = launch_->begin_block(block_index);
+  profiler_.begin_block(launch_->block_dim().x * launch_->block_dim().y * launch_->block_dim().z);
   ++epoch_;
   if (launch_->checks().racecheck) std::fill(clocks_.begin(), clocks_.end(), std::array<std::uint32_t, 32>{});
   Region& d = dynamic_shared_;
@@ -104,12 +106,14 @@ void BlockChecker::begin_block(uint3 block_index, unsigned char* dynamic_shared,
 }
 
 void BlockChecker::end_block() {
+  profiler_.end_block();
   if (!dynamic_live_) return;
   unmark_region(dynamic_shared_);  // the buffer goes back to the heap
   dynamic_live_ = false;
 }
 
-void BlockChecker::warp_synced(unsigned warp, unsigned lanes) {
+void BlockChecker::warp_synced(unsigned warp, unsigned lanes, unsigned absent) {
+  profiler_.warp_builtin(warp, (lanes | absent) == ~0u);
   if (!active() || !launch_->checks().racecheck) return;
   std::array<std::uint32_t, 32>* lane_clocks = &clocks_[warp * 32];
   std::array<std::uint32_t, 32> joined{};
@@ -178,6 +182,7 @@ std::unique_ptr<Finding> BlockChecker::access(std::uintptr_t address, std::size_
     return f;
   }
   if (!region->tracked) return nullptr;
+  if (profiler_.active()) profiler_.record(thread, pc, address, size, kind, region->shared());
   if (region->shared() && checks.initcheck) {
     if (kind != AccessKind::write) {
       if (auto f = check_initialised(*region, address, size, pc, thread)) return f;

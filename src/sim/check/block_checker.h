@@ -2,8 +2,9 @@
 // The sim checks inside the blocks that one OS thread runs: it knows the
 // block's shared memory, numbers its barrier intervals, keeps the warps'
 // vector clocks, and judges every access the instrumented kernel reports
-// (access_hooks.cpp). One per BlockScheduler; see convkit/sim/check.h for the
-// checks themselves.
+// (access_hooks.cpp), passing each to the performance model when the launch is
+// profiled. One per BlockScheduler; see convkit/sim/check.h for the checks
+// themselves, convkit/sim/profile.h for the model.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "sim/check/launch_checks.h"
 #include "sim/check/race_check.h"
 #include "sim/check/regions.h"
+#include "sim/profile/block_profiler.h"
 
 namespace convkit::sim::detail {
 
@@ -28,7 +30,8 @@ class BlockChecker {
   BlockChecker(const BlockChecker&) = delete;
   BlockChecker& operator=(const BlockChecker&) = delete;
 
-  // `launch` is null when no check is on; it outlives the launch's blocks.
+  // `launch` is null when no check is on and the launch is not profiled; it
+  // outlives the launch's blocks.
   void begin_launch(LaunchChecks* launch, unsigned thread_count);
   bool active() const { return launch_ != nullptr; }
 
@@ -36,8 +39,14 @@ class BlockChecker {
   std::size_t dynamic_shared_guard() const { return active() ? kSharedGuard : 0; }
   void begin_block(uint3 block_index, unsigned char* dynamic_shared, std::size_t dynamic_bytes);
   void end_block();
-  void barrier_released() { ++epoch_; }
-  void warp_synced(unsigned warp, unsigned lanes);
+  void barrier_released() {
+    ++epoch_;
+    profiler_.barrier();
+  }
+  // `lanes` took part in a warp built-in; `absent` have exited or do not exist.
+  void warp_synced(unsigned warp, unsigned lanes, unsigned absent);
+  void warp_exited(unsigned warp) { profiler_.warp_exited(warp); }
+  BlockProfiler& profiler() { return profiler_; }
 
   // Storage for a __shared__ array (SharedArray) met for the first time on
   // this OS thread: 64-byte aligned, zero-filled, between guard zones, kept
@@ -68,6 +77,7 @@ class BlockChecker {
   void report_conflicts(Region& region, std::uintptr_t word, const Access& access, bool write);
 
   LaunchChecks* launch_ = nullptr;
+  BlockProfiler profiler_;
   uint3 block_index_{0, 0, 0};
   std::uint32_t serial_ = 0;  // this block run (LaunchChecks::begin_block)
   std::uint32_t epoch_ = 0;   // barrier interval, counted across all runs

@@ -1,5 +1,5 @@
 // Device memory of the sim backend (runtime.h: global_allocate/global_free).
-// While a check is on, an allocation is exact-sized between two guard zones,
+// While a check or the profile is on, an allocation is exact-sized between two guard zones,
 // so memcheck sees a vector tail that reads one element past the end; else it
 // is rounded up to 256 bytes, like cudaMalloc.
 #include <cstdlib>
@@ -9,6 +9,7 @@
 
 #include "convkit/core/error.h"
 #include "convkit/sim/check.h"
+#include "convkit/sim/profile.h"
 #include "convkit/sim/runtime.h"
 #include "sim/check/regions.h"
 #include "sim/check/shadow.h"
@@ -59,13 +60,15 @@ void track_global_regions(bool tracked) {
 
 void* global_allocate(std::size_t nbytes) {
   using namespace detail;
-  if (!current_checks().any()) {
+  // The performance model needs the accesses too (profile.h).
+  const bool watched = current_checks().racecheck || profiling();
+  if (!current_checks().any() && !profiling()) {
     void* p = std::aligned_alloc(kAlign, round_up(nbytes, kAlign));
     CK_CHECK(p != nullptr, "sim: out of memory allocating ", nbytes, " bytes");
     return p;
   }
   std::unique_ptr<Region> region = allocate_guarded(nbytes, kGuardBytes, kAlign, RegionKind::global);
-  region->tracked = current_checks().racecheck;
+  region->tracked = watched;
   mark_region(*region);
   GlobalRegions& g = global_regions();
   const std::lock_guard lock(g.mutex);

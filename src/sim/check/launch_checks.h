@@ -1,8 +1,9 @@
 #pragma once
 // What the sim checks keep for one launch, across its blocks: the checks it
-// runs with, and racecheck's hazards, each reported once per pair of source
-// lines however often it happens. run_grid (grid.cpp) owns it and reports at
-// the end of the launch.
+// runs with, racecheck's hazards, each reported once per pair of source lines
+// however often it happens, and where the performance model counts
+// (profile.h). run_grid (grid.cpp) owns it and reports at the end of the
+// launch.
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "convkit/sim/check.h"
+#include "convkit/sim/profile.h"
 #include "convkit/sim/vector_types.h"
 #include "sim/check/finding.h"
 #include "sim/check/race_check.h"
@@ -22,6 +24,9 @@ class LaunchChecks {
   LaunchChecks(const Checks& checks, const void* kernel, dim3 grid, dim3 block);
 
   const Checks& checks() const { return checks_; }
+  // The launch's profile counters, or null when it is not profiled.
+  KernelProfile* profile() const { return profile_; }
+  void set_profile(KernelProfile* profile) { profile_ = profile; }
   const void* kernel() const { return kernel_; }
   dim3 block_dim() const { return block_; }
   std::uint32_t first_block_serial() const { return first_serial_; }
@@ -64,6 +69,7 @@ class LaunchChecks {
   std::vector<std::string> render(bool across_blocks);
 
   Checks checks_;
+  KernelProfile* profile_ = nullptr;
   const void* kernel_;
   dim3 grid_, block_;
   std::uint32_t first_serial_;

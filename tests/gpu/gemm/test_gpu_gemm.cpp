@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "convkit/sim/check.h"
+#include "convkit/sim/profile.h"
 #include "convkit/sim/schedule.h"
 #include "gpu/gpu_testing.h"
 #include "kernels/gemm.cuh"
@@ -345,6 +347,37 @@ TEST(GpuGemm, TheSelectedVersionIsTheOneThatRuns) {
   }
   EXPECT_EQ(kernel_version("gemm"), 3) << "v3 is the default";
 }
+
+#if !defined(__CUDACC__)  // the performance model is sim's
+// FMAs the sim profile counts, summed over the kernels of one launch_gemm.
+std::uint64_t counted_fmas(std::int64_t M, std::int64_t N, std::int64_t K, int version) {
+  const convkit::sim::ScopedProfile profile;
+  Tensor a = Tensor::empty({M * K}, kernel_options(DType::float32)).fill_(1);
+  Tensor b = Tensor::empty({K * N}, kernel_options(DType::float32)).fill_(1);
+  Tensor c = Tensor::empty({M * N}, kernel_options(DType::float32));
+  GemmArgs g;
+  g.M = M, g.N = N, g.K = K, g.a = a.data<float>(), g.b = b.data<float>(), g.c = c.data<float>();
+  g.lda = K, g.ldb = N, g.ldc = N;
+  kernels::launch_gemm(DType::float32, g, version);
+  EXPECT_EQ(c.to_vector<float>()[0], static_cast<float>(K));
+  std::uint64_t fmas = 0;
+  for (const convkit::sim::KernelProfile& p : convkit::sim::take_profile()) fmas += p.fmas;
+  return fmas;
+}
+
+// v1 does exactly M*N*K; v2 multiplies whole 16x16x16 tiles, zeros included;
+// v3 skips threads whose 4x4-element groups start past the edge, but its live
+// threads run whole 8-deep k steps over their 8x8 elements.
+TEST(GpuGemm, TheSimProfileCountsEachVersionsMultiplyAdds) {
+  if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  kernels::register_gemm_family();
+  EXPECT_EQ(counted_fmas(33, 33, 33, 1), 33u * 33 * 33);
+  EXPECT_EQ(counted_fmas(33, 33, 33, 2), 48u * 48 * 48);
+  // ceil(33 / 4) = 9 live threads along M and along N, 64 FMAs per k, 5 k steps of 8.
+  EXPECT_EQ(counted_fmas(33, 33, 33, 3), 9u * 9 * 64 * 5 * 8);
+  for (int v = 1; v <= kOurVersions; ++v) EXPECT_EQ(counted_fmas(128, 128, 128, v), 128u * 128 * 128) << "v" << v;
+}
+#endif
 
 }  // namespace
 }  // namespace convkit

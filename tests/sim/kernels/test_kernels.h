@@ -135,4 +135,13 @@ void planted_warp_sum(const int* in, int* out, bool syncwarp);      // in[32], *
 void planted_uninitialised_read(float* out, bool fill_all);         // out[64]
 void planted_blocks_share_a_word(int* out, unsigned blocks, bool use_atomic);
 
+// ---- profile_kernels.cu: kernels whose memory traffic is known by hand, for
+// the sim performance model (convkit/sim/profile.h). One float per thread.
+void profile_coalesced_copy(const float* in, float* out, unsigned blocks, unsigned threads);
+void profile_strided_copy(const float* in, float* out, unsigned blocks, unsigned threads);  // in: 32 per thread
+void profile_transpose(const float* in, float* out, bool padded);  // one 32 x 32 tile, one block
+void profile_divergent_copy(const float* in, float* out, unsigned blocks, unsigned threads);  // even threads
+// out[i] = sum of x[j] * y[j], j < n, with dev::fma.
+void profile_dot_products(const float* x, const float* y, float* out, int n, unsigned blocks, unsigned threads);
+
 }  // namespace sim_test_kernels
