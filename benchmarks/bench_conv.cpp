@@ -344,7 +344,7 @@ const std::map<std::string, std::string> kFlags = {
     {"max-batch", "cap every batch at this (default: no cap)"},
     {"devices", "comma-separated devices: cpu, sim, cuda[:N] (default cpu and every usable cuda)"},
     {"algos", "comma-separated algorithms, cudnn for the cuDNN baseline on cuda devices and onednn for "
-              "the oneDNN baseline on the cpu (default direct,im2col_gemm,fft,winograd, plus cudnn and "
+              "the oneDNN baseline on the cpu (default " + conv_algo_names(false, ",") + ", plus cudnn and "
               "onednn when built with them)"},
     {"passes", "comma-separated passes: fwd, bwd-data, bwd-weights (default all three)"},
     {"rotate-mib", "operand copies to cycle through, in MiB, so the caches start cold (default 64)"},
@@ -380,7 +380,8 @@ int main(int argc, char** argv) {
     }
     const std::vector<std::string> layer_filter = flags.get_list("layers", {});
     const BatchScaling batch{flags.get_double("batch-scale", 1.0), flags.get_int("max-batch", 0)};
-    std::vector<std::string> default_algos{"direct", "im2col_gemm", "fft", "winograd"};
+    std::vector<std::string> default_algos;
+    for (const ConvAlgoInfo& info : kConvAlgorithms) default_algos.emplace_back(info.name);
     if (CudnnConv::available()) default_algos.push_back("cudnn");
     if (OnednnConv::available()) default_algos.push_back("onednn");
     std::vector<ConvAlgo> algos;

@@ -13,7 +13,7 @@
 //
 // usage: compare_libtorch [--models a,b] [--batches 32,128] [--rounds R]
 //                         [--steps S] [--threads T] [--json FILE]
-//                         [--conv-algo automatic|direct|im2col_gemm|fft|winograd]
+//                         [--conv-algo NAME]  (automatic or a name of convkit/conv/algorithms.h)
 // --conv-algo sets every convkit convolution's algorithm (default automatic,
 // the heuristic); where an algorithm cannot run a layer, training fails with
 // the reason.

@@ -11,6 +11,7 @@
 #include "convkit/core/storage.h"
 #include "convkit/core/tensor.h"
 #include "convkit/backend/backend.h"
+#include "convkit/conv/algorithms.h"
 #include "convkit/backend/conv_desc.h"
 #include "convkit/backend/kernel_versions.h"
 #include "convkit/autograd/grad_mode.h"

@@ -98,13 +98,13 @@ constexpr const char* kBenchUsage =
     "  --device D        cpu (default), sim, cuda, cuda:N\n"
     "  --batch B         batch size (64)\n"
     "  --steps N         timed steps (20), after --warmup W steps (2)\n"
-    "  --algo A          convolution algorithm\n"
+    "  --algo A          convolution algorithm (default automatic): {algos}\n"
     "  --optimizer O     adam (default), adamw, sgd, rmsprop\n"
     "  --json            end with one line of JSON\n";
 
 int run_bench(const Args& args) {
   if (help_requested(args)) {
-    std::fputs(kBenchUsage, stdout);
+    std::fputs(with_algo_names(kBenchUsage).c_str(), stdout);
     return 0;
   }
   CK_CHECK(!args.empty(), "missing what to benchmark (expected 'bench train MODEL ...')");

@@ -161,10 +161,17 @@ void apply_algo_arg(const std::string& text) {
   try {
     algo = parse_conv_algo(text);
   } catch (const Error&) {
-    CK_FAIL("--algo: unknown algorithm '", text,
-            "' (expected automatic, direct, im2col_gemm, fft or winograd)");
+    CK_FAIL("--algo: unknown algorithm '", text, "' (expected one of: ", conv_algo_names(true), ")");
   }
   set_default_conv_algo(algo);
+}
+
+std::string with_algo_names(std::string_view usage) {
+  std::string text(usage);
+  const std::string_view placeholder = "{algos}";
+  const std::size_t at = text.find(placeholder);
+  if (at != std::string::npos) text.replace(at, placeholder.size(), conv_algo_names(true));
+  return text;
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, std::vector<Tensor> params,

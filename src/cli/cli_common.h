@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,9 @@ data::Augmentation default_augmentation(DataSpec::Kind kind);
 Device parse_device_arg(const std::string& text);
 // Parses --algo and makes it the default for every convolution.
 void apply_algo_arg(const std::string& text);
+// A usage text with its "{algos}" replaced by the valid --algo names
+// (convkit/conv/algorithms.h), automatic first.
+std::string with_algo_names(std::string_view usage);
 
 // sgd (momentum 0.9), adam, adamw, rmsprop over `params`.
 std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, std::vector<Tensor> params,

@@ -19,7 +19,7 @@ constexpr const char* kEvalUsage =
     "Test loss and accuracy of a checkpoint, preprocessed as it stores.\n"
     "  --data SPEC       as for train (default: the data set it was trained on)\n"
     "  --device D        cpu (default), sim, cuda, cuda:N\n"
-    "  --algo A          convolution algorithm\n"
+    "  --algo A          convolution algorithm (default automatic): {algos}\n"
     "  --batch B         batch size (256)\n"
     "  --workers W       data loader threads (1)\n"
     "  --seed S          split seed for an image folder without train/test (default: the training seed)\n"
@@ -27,7 +27,7 @@ constexpr const char* kEvalUsage =
 
 int run_eval(const Args& args) {
   if (help_requested(args)) {
-    std::fputs(kEvalUsage, stdout);
+    std::fputs(with_algo_names(kEvalUsage).c_str(), stdout);
     return 0;
   }
   const ParsedArgs p(args, "eval",

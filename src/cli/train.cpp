@@ -54,7 +54,7 @@ constexpr const char* kTrainUsage =
     "Trains a zoo model, then reports test loss, accuracy and training images/s.\n"
     "  --data SPEC       fashion-mnist[:DIR] (default), cifar10:DIR, folder:DIR\n"
     "  --device D        cpu (default), sim, cuda, cuda:N\n"
-    "  --algo A          convolution algorithm: automatic (default), direct, im2col_gemm, fft, winograd\n"
+    "  --algo A          convolution algorithm (default automatic): {algos}\n"
     "  --batch B         batch size (64)\n"
     "  --epochs E        epochs (5)\n"
     "  --lr LR           learning rate (0.001; sgd 0.01)\n"
@@ -74,7 +74,7 @@ constexpr const char* kTrainUsage =
 
 int run_train(const Args& args) {
   if (help_requested(args)) {
-    std::fputs(kTrainUsage, stdout);
+    std::fputs(with_algo_names(kTrainUsage).c_str(), stdout);
     return 0;
   }
   const auto started = std::chrono::steady_clock::now();

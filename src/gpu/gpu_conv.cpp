@@ -1,41 +1,22 @@
 // GpuBackend's convolution methods: pick the algorithm, let it run.
+#include "conv/conv_dispatch.h"
 #include "gpu/gpu_backend.h"
 #include "gpu/gpu_conv_algorithm.h"
 
 namespace convkit::CK_GPU_NS {
 
+conv::ConvAlgorithmRegistry& conv_registry() {
+  static conv::ConvAlgorithmRegistry registry(kConvBackendName);
+  return registry;
+}
+
+std::string conv_op_name(ConvAlgo algo, ConvPass pass) {
+  return conv::conv_op_name(kConvBackendName, algo, pass);
+}
+
 namespace {
 
-const GpuConvAlgorithm* find(ConvAlgo algo) {
-  switch (algo) {
-    case ConvAlgo::direct: return &direct_gpu_conv_algorithm();
-    case ConvAlgo::im2col_gemm: return &im2col_gemm_gpu_conv_algorithm();
-    case ConvAlgo::fft: return &fft_gpu_conv_algorithm();
-    case ConvAlgo::automatic:
-    case ConvAlgo::winograd: break;
-  }
-  return nullptr;
-}
-
-const GpuConvAlgorithm& get(ConvAlgo algo) {
-  const GpuConvAlgorithm* a = find(algo);
-  CK_CHECK(a != nullptr, "conv2d: algorithm ", conv_algo_name(algo), " has no GPU implementation");
-  return *a;
-}
-
-// Whether `algo` can run every pass of `desc` within its workspace_limit. An
-// algorithm still being written (its accessor throws) does not run.
-bool runs(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) {
-  try {
-    const GpuConvAlgorithm* a = find(algo);
-    if (a == nullptr || !a->supports(desc)) return false;
-    for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
-      a->workspace_bytes(desc, dtype, pass);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
+bool runs(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) { return conv_registry().runs(algo, desc, dtype); }
 
 }  // namespace
 
@@ -66,31 +47,28 @@ ConvAlgo GpuBackend::conv2d_heuristic(const Conv2dDesc& desc, DType dtype) {
 }
 
 Support GpuBackend::conv2d_supports(ConvAlgo algo, const Conv2dDesc& desc) {
-  if (algo == ConvAlgo::automatic) return Support::no("automatic is resolved before reaching a backend");
-  const GpuConvAlgorithm* a = find(algo);
-  if (!a) return Support::no(std::string(conv_algo_name(algo)) + " is not implemented on the GPU yet");
-  return a->supports(desc);
+  return conv::dispatch_supports(conv_registry(), algo, desc);
 }
 
 std::size_t GpuBackend::conv2d_workspace_bytes(ConvAlgo algo, const Conv2dDesc& desc, DType dtype,
                                                ConvPass pass) {
-  return get(algo).workspace_bytes(desc, dtype, pass);
+  return conv::dispatch_workspace_bytes(conv_registry(), algo, desc, dtype, pass);
 }
 
 void GpuBackend::conv2d_forward(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
                                 const Tensor& b, const Tensor& y, const Tensor& workspace) {
-  get(algo).forward(desc, x, w, b, y, workspace);
+  conv::dispatch_forward(conv_registry(), algo, desc, x, w, b, y, workspace);
 }
 
 void GpuBackend::conv2d_backward_data(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& dy,
                                       const Tensor& w, const Tensor& dx, const Tensor& workspace) {
-  get(algo).backward_data(desc, dy, w, dx, workspace);
+  conv::dispatch_backward_data(conv_registry(), algo, desc, dy, w, dx, workspace);
 }
 
 void GpuBackend::conv2d_backward_weights(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x,
                                          const Tensor& dy, const Tensor& dw, const Tensor& db,
                                          const Tensor& workspace) {
-  get(algo).backward_weights(desc, x, dy, dw, db, workspace);
+  conv::dispatch_backward_weights(conv_registry(), algo, desc, x, dy, dw, db, workspace);
 }
 
 }  // namespace convkit::CK_GPU_NS

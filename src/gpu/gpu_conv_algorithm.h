@@ -1,28 +1,29 @@
 #pragma once
-// The GPU convolution algorithms, mirroring src/cpu/conv/conv_algorithm.h but
-// on device tensors. GpuBackend's conv2d_* methods (gpu_conv.cpp) dispatch to
-// one of these; each lives in its own file with its kernels in kernels/.
-#include "convkit/backend/backend.h"
+// The GPU convolution algorithms: the one interface of conv/conv_algorithm.h
+// on device pointers, one file per algorithm (gpu_conv_NAME.cpp, kernels in
+// kernels/conv2d_NAME.cu), each registering itself in conv_registry().
+// GpuBackend's conv2d_* methods (gpu_conv.cpp) dispatch through it.
+#include <string>
+
+#include "conv/conv_algorithm.h"
 #include "convkit/sim/cuda_compat.h"
 
 namespace convkit::CK_GPU_NS {
 
-class GpuConvAlgorithm {
- public:
-  virtual ~GpuConvAlgorithm() = default;
-  virtual Support supports(const Conv2dDesc& desc) const = 0;
-  virtual std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const = 0;
-  // Same contracts as Backend::conv2d_forward / _backward_data / _backward_weights.
-  virtual void forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& b,
-                       const Tensor& y, const Tensor& workspace) const = 0;
-  virtual void backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,
-                             const Tensor& dx, const Tensor& workspace) const = 0;
-  virtual void backward_weights(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
-                                const Tensor& dw, const Tensor& db, const Tensor& workspace) const = 0;
-};
+#if defined(__CUDACC__)
+inline constexpr const char* kConvBackendName = "cuda";
+#else
+inline constexpr const char* kConvBackendName = "sim";
+#endif
 
-const GpuConvAlgorithm& direct_gpu_conv_algorithm();       // gpu_conv_direct.cpp
-const GpuConvAlgorithm& im2col_gemm_gpu_conv_algorithm();  // gpu_conv_im2col_gemm.cpp
-const GpuConvAlgorithm& fft_gpu_conv_algorithm();          // gpu_conv_fft.cpp
+// This build's implementations (sim and cuda each have their own).
+conv::ConvAlgorithmRegistry& conv_registry();
+
+// "conv2d forward (sim, im2col_gemm)": the op name errors start with.
+std::string conv_op_name(ConvAlgo algo, ConvPass pass);
+
+const conv::ConvAlgorithm& direct_gpu_conv_algorithm();       // gpu_conv_direct.cpp
+const conv::ConvAlgorithm& im2col_gemm_gpu_conv_algorithm();  // gpu_conv_im2col_gemm.cpp
+const conv::ConvAlgorithm& fft_gpu_conv_algorithm();          // gpu_conv_fft.cpp
 
 }  // namespace convkit::CK_GPU_NS

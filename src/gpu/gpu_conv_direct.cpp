@@ -14,10 +14,10 @@ namespace convkit::CK_GPU_NS {
 
 namespace {
 
-std::string op_name(ConvPass pass) { return detail::concat("conv2d ", conv_pass_name(pass), " (gpu, direct)"); }
-
-class DirectGpuConv final : public GpuConvAlgorithm {
+class DirectGpuConv final : public conv::ConvAlgorithm {
  public:
+  ConvAlgo algo() const override { return ConvAlgo::direct; }
+
   Support supports(const Conv2dDesc& desc) const override {
     try {
       desc.validate("conv2d (gpu, direct)");
@@ -30,33 +30,30 @@ class DirectGpuConv final : public GpuConvAlgorithm {
 
   std::size_t workspace_bytes(const Conv2dDesc&, DType, ConvPass) const override { return 0; }
 
-  void forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y,
-               const Tensor&) const override {
-    const ConvGeometry g = checked(desc, x.dtype(), ConvPass::forward);
-    launch_conv2d_direct_forward(version_for(g, x.dtype()), x.dtype(), g, x.raw_data(), w.raw_data(),
-                                 b.defined() ? b.raw_data() : nullptr, y.raw_data());
+  void forward(const Conv2dDesc& desc, DType dtype, const void* x, const void* w, const void* b, void* y,
+               void*) const override {
+    const ConvGeometry g = checked(desc, dtype, ConvPass::forward);
+    launch_conv2d_direct_forward(version_for(g, dtype), dtype, g, x, w, b, y);
   }
 
-  void backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w, const Tensor& dx,
-                     const Tensor&) const override {
-    const ConvGeometry g = checked(desc, dy.dtype(), ConvPass::backward_data);
-    launch_conv2d_direct_backward_data(version_for(g, dy.dtype()), dy.dtype(), g, dy.raw_data(), w.raw_data(),
-                                       dx.raw_data());
+  void backward_data(const Conv2dDesc& desc, DType dtype, const void* dy, const void* w, void* dx,
+                     void*) const override {
+    const ConvGeometry g = checked(desc, dtype, ConvPass::backward_data);
+    launch_conv2d_direct_backward_data(version_for(g, dtype), dtype, g, dy, w, dx);
   }
 
-  void backward_weights(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& dw,
-                        const Tensor& db, const Tensor&) const override {
-    const ConvGeometry g = checked(desc, x.dtype(), ConvPass::backward_weights);
-    launch_conv2d_direct_backward_weights(version_for(g, x.dtype()), x.dtype(), g, x.raw_data(), dy.raw_data(),
-                                          dw.raw_data());
-    if (db.defined()) launch_conv2d_bias_gradient(x.dtype(), g, dy.raw_data(), db.raw_data());
+  void backward_weights(const Conv2dDesc& desc, DType dtype, const void* x, const void* dy, void* dw, void* db,
+                        void*) const override {
+    const ConvGeometry g = checked(desc, dtype, ConvPass::backward_weights);
+    launch_conv2d_direct_backward_weights(version_for(g, dtype), dtype, g, x, dy, dw);
+    if (db != nullptr) launch_conv2d_bias_gradient(dtype, g, dy, db);
   }
 
  private:
   // Every pass re-checks what it relies on, so a direct caller of the
   // algorithm gets an Error, not a wrong launch.
   static ConvGeometry checked(const Conv2dDesc& desc, DType dtype, ConvPass pass) {
-    const std::string op = op_name(pass);
+    const std::string op = conv_op_name(ConvAlgo::direct, pass);
     desc.validate(op.c_str());
     CK_CHECK(is_floating(dtype), op, ": dtype ", dtype, " is not supported (float32 or float64); ", desc.str());
     return conv_geometry(desc);
@@ -68,9 +65,11 @@ class DirectGpuConv final : public GpuConvAlgorithm {
   }
 };
 
+const conv::ConvAlgorithmRegistrar kRegistered(conv_registry(), direct_gpu_conv_algorithm());
+
 }  // namespace
 
-const GpuConvAlgorithm& direct_gpu_conv_algorithm() {
+const conv::ConvAlgorithm& direct_gpu_conv_algorithm() {
   static const DirectGpuConv instance;
   return instance;
 }

@@ -1,9 +1,9 @@
 // The FFT convolution on the GPU (kernels/conv2d_fft.cu, docs/gpu/conv2d_fft.md).
 //
-// Each pass is the CPU algorithm's correlation (src/cpu/conv/fft_tiling.h:
-// the same reduction of backward-data to a correlation with flipped filters,
-// the same overlap-save tiles and tile-size choice), run as a sequence of
-// kernels per chunk of images:
+// Each pass is the CPU algorithm's correlation, from the device-neutral
+// geometry both share (src/conv/correlation.h: backward-data as a
+// correlation with flipped filters; src/conv/fft_tiling.h: the overlap-save
+// tiles and their size), run as a sequence of kernels per chunk of images:
 //   forward / backward-data   filter spectra once; per chunk: tile spectra,
 //                             per-frequency channel sums, inverse + crop (+ bias)
 //   backward-weights          per chunk: input and dy tile spectra, dW spectra
@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <string>
 
-#include "cpu/conv/fft_tiling.h"
+#include "conv/fft_tiling.h"
 #include "gpu/gpu_conv_algorithm.h"
 #include "kernels/conv2d_direct.cuh"
 #include "kernels/conv2d_fft.cuh"
@@ -24,12 +24,14 @@ namespace convkit::CK_GPU_NS {
 namespace {
 
 using std::int64_t;
+using conv::CorrelationShape;
+using conv::FftTiling;
 
 // Tiles per chunk to aim for: thousands of GEMM columns keep a GPU busy.
 constexpr int64_t kTargetTilesPerChunk = 2048;
 constexpr std::size_t kAlignment = 256;
 
-std::string op_name(ConvPass pass) { return detail::concat("conv2d ", conv_pass_name(pass), " (gpu, fft)"); }
+std::string op_name(ConvPass pass) { return conv_op_name(ConvAlgo::fft, pass); }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 std::size_t align_up(std::size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
@@ -39,8 +41,8 @@ std::size_t align_up(std::size_t n) { return (n + kAlignment - 1) / kAlignment *
 struct FftPlan {
   ConvPass pass;
   int version = 2;
-  cpu::CorrelationShape shape;
-  cpu::FftTiling tiling;
+  CorrelationShape shape;
+  FftTiling tiling;
   int64_t chunk_images = 1;
   int64_t in_channels = 0, out_channels = 0, filters = 0;
 
@@ -72,7 +74,7 @@ FftBuffers carve(const FftPlan& plan, DType dtype, int64_t chunk_images, bool wi
   b.inputs = take(static_cast<std::size_t>(F * plan.in_channels * M) * complex_bytes);
   b.outputs = take(static_cast<std::size_t>(F * plan.out_channels * M) * complex_bytes);
   if (with_scratch) {
-    const cpu::FftTiling& t = plan.tiling;
+    const FftTiling& t = plan.tiling;
     const int64_t last = plan.shape.N % chunk_images == 0 ? chunk_images : plan.shape.N % chunk_images;
     std::size_t scratch = fft_transform_scratch_bytes(plan.version, dtype, static_cast<int>(t.tile_h),
                                                       static_cast<int>(t.tile_w), plan.filters);
@@ -99,9 +101,9 @@ FftPlan plan_fft(const Conv2dDesc& d, DType dtype, ConvPass pass) {
   FftPlan plan;
   plan.pass = pass;
   plan.version = conv2d_fft_version();
-  plan.shape = pass == ConvPass::backward_data ? cpu::backward_data_correlation(d) : cpu::forward_correlation(d);
-  plan.tiling = cpu::choose_fft_tiling(plan.shape);
-  const cpu::CorrelationShape& s = plan.shape;
+  plan.shape = pass == ConvPass::backward_data ? conv::backward_data_correlation(d) : conv::forward_correlation(d);
+  plan.tiling = conv::choose_fft_tiling(plan.shape);
+  const CorrelationShape& s = plan.shape;
   if (pass == ConvPass::backward_weights) {
     plan.in_channels = d.C;
     plan.out_channels = d.K;
@@ -118,7 +120,7 @@ FftPlan plan_fft(const Conv2dDesc& d, DType dtype, ConvPass pass) {
   while (chunk > 1 && carve(plan, dtype, chunk, true, nullptr).bytes > d.workspace_limit) chunk = (chunk + 1) / 2;
   plan.chunk_images = chunk;
   const std::size_t bytes = carve(plan, dtype, chunk, true, nullptr).bytes;
-  const cpu::FftTiling& t = plan.tiling;
+  const FftTiling& t = plan.tiling;
   CK_CHECK(bytes <= d.workspace_limit, op_name(pass), ": one image needs ", bytes, " bytes of workspace (",
            t.tile_h, "x", t.tile_w, " tiles, ", t.tiles_per_image(), " per image, spectra of ", t.spectrum_size(),
            " complex ", dtype, " values for ", plan.filters, " filters + ", plan.in_channels + plan.out_channels,
@@ -130,8 +132,8 @@ FftPlan plan_fft(const Conv2dDesc& d, DType dtype, ConvPass pass) {
 // Tiles of the padded input (or of dy for backward-data): windows of the
 // whole tile, advancing by the valid output size, starting at minus the padding.
 FftTileSource input_tiles(const FftPlan& plan, const void* planes, int64_t n0, int64_t images) {
-  const cpu::CorrelationShape& s = plan.shape;
-  const cpu::FftTiling& t = plan.tiling;
+  const CorrelationShape& s = plan.shape;
+  const FftTiling& t = plan.tiling;
   return {planes,
           static_cast<int>(s.in_channels),
           static_cast<int>(s.H),
@@ -150,8 +152,8 @@ FftTileSource input_tiles(const FftPlan& plan, const void* planes, int64_t n0, i
 
 // The dy tiles of backward-weights: each tile's valid outputs, zero padded.
 FftTileSource dy_tiles(const FftPlan& plan, const void* dy, int64_t n0, int64_t images) {
-  const cpu::CorrelationShape& s = plan.shape;
-  const cpu::FftTiling& t = plan.tiling;
+  const CorrelationShape& s = plan.shape;
+  const FftTiling& t = plan.tiling;
   return {dy,
           static_cast<int>(s.out_channels),
           static_cast<int>(s.P),
@@ -169,8 +171,8 @@ FftTileSource dy_tiles(const FftPlan& plan, const void* dy, int64_t n0, int64_t 
 }
 
 FftTileSink output_tiles(const FftPlan& plan, void* out, const void* bias, int64_t n0, int64_t images) {
-  const cpu::CorrelationShape& s = plan.shape;
-  const cpu::FftTiling& t = plan.tiling;
+  const CorrelationShape& s = plan.shape;
+  const FftTiling& t = plan.tiling;
   return {out,
           bias,
           static_cast<int>(s.out_channels),
@@ -187,10 +189,10 @@ FftTileSink output_tiles(const FftPlan& plan, void* out, const void* bias, int64
 
 // out = correlate(in, filters) + bias, for forward and backward-data.
 void correlate(const FftPlan& plan, DType dtype, const void* in, const FftFilterSource& filters, const void* bias,
-               void* out, const Tensor& workspace) {
-  const cpu::CorrelationShape& s = plan.shape;
+               void* out, void* workspace) {
+  const CorrelationShape& s = plan.shape;
   const int th = static_cast<int>(plan.tiling.tile_h), tw = static_cast<int>(plan.tiling.tile_w);
-  const FftBuffers buf = carve_aligned(plan, dtype, workspace.raw_data());
+  const FftBuffers buf = carve_aligned(plan, dtype, workspace);
   launch_fft_filters_forward(plan.version, dtype, filters, th, tw, buf.filters, buf.scratch);
   const int64_t O = s.out_channels, I = s.in_per_group(), Og = s.out_per_group();
   for (int64_t n0 = 0; n0 < s.N; n0 += plan.chunk_images) {
@@ -228,9 +230,9 @@ Support check_supported(const Conv2dDesc& desc) {
         "fft computes every output position of the correlation, so a stride s would compute s^2 times too many; it "
         "supports stride 1 only (got stride ", desc.stride_h, "x", desc.stride_w, "); use im2col_gemm or direct"));
   }
-  const cpu::CorrelationShape s = cpu::forward_correlation(desc);
-  if (s.extent_h() > cpu::kMaxFftTile || s.extent_w() > cpu::kMaxFftTile) {
-    return Support::no(detail::concat("fft supports dilated filter extents up to ", cpu::kMaxFftTile,
+  const CorrelationShape s = conv::forward_correlation(desc);
+  if (s.extent_h() > conv::kMaxFftTile || s.extent_w() > conv::kMaxFftTile) {
+    return Support::no(detail::concat("fft supports dilated filter extents up to ", conv::kMaxFftTile,
                                       " (the largest transform tile; got ", s.extent_h(), "x", s.extent_w(), ")"));
   }
   std::string why;
@@ -238,8 +240,10 @@ Support check_supported(const Conv2dDesc& desc) {
   return Support::yes();
 }
 
-class FftGpuConv final : public GpuConvAlgorithm {
+class FftGpuConv final : public conv::ConvAlgorithm {
  public:
+  ConvAlgo algo() const override { return ConvAlgo::fft; }
+
   Support supports(const Conv2dDesc& desc) const override { return check_supported(desc); }
 
   std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const override {
@@ -248,11 +252,10 @@ class FftGpuConv final : public GpuConvAlgorithm {
     return carve(plan, dtype, plan.chunk_images, true, nullptr).bytes;
   }
 
-  void forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y,
-               const Tensor& workspace) const override {
-    const DType dtype = x.dtype();
+  void forward(const Conv2dDesc& desc, DType dtype, const void* x, const void* w, const void* b, void* y,
+               void* workspace) const override {
     const FftPlan plan = checked_plan(desc, dtype, ConvPass::forward, workspace);
-    const FftFilterSource filters{w.raw_data(),
+    const FftFilterSource filters{w,
                                   static_cast<int>(desc.K),
                                   static_cast<int>(desc.C_per_group()),
                                   static_cast<int>(desc.R),
@@ -262,16 +265,15 @@ class FftGpuConv final : public GpuConvAlgorithm {
                                   false,
                                   static_cast<int>(desc.C_per_group()),
                                   static_cast<int>(desc.K_per_group())};
-    correlate(plan, dtype, x.raw_data(), filters, b.defined() ? b.raw_data() : nullptr, y.raw_data(), workspace);
+    correlate(plan, dtype, x, filters, b, y, workspace);
   }
 
-  void backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w, const Tensor& dx,
-                     const Tensor& workspace) const override {
-    const DType dtype = dy.dtype();
+  void backward_data(const Conv2dDesc& desc, DType dtype, const void* dy, const void* w, void* dx,
+                     void* workspace) const override {
     const FftPlan plan = checked_plan(desc, dtype, ConvPass::backward_data, workspace);
     // Output channel c of the correlation (dx) reads the dy channels of its
     // group through the flipped filters w[g*Kg + i][c mod Cg].
-    const FftFilterSource filters{w.raw_data(),
+    const FftFilterSource filters{w,
                                   static_cast<int>(desc.C),
                                   static_cast<int>(desc.K_per_group()),
                                   static_cast<int>(desc.R),
@@ -281,22 +283,21 @@ class FftGpuConv final : public GpuConvAlgorithm {
                                   true,
                                   static_cast<int>(desc.C_per_group()),
                                   static_cast<int>(desc.K_per_group())};
-    correlate(plan, dtype, dy.raw_data(), filters, nullptr, dx.raw_data(), workspace);
+    correlate(plan, dtype, dy, filters, nullptr, dx, workspace);
   }
 
-  void backward_weights(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& dw,
-                        const Tensor& db, const Tensor& workspace) const override {
-    const DType dtype = x.dtype();
+  void backward_weights(const Conv2dDesc& desc, DType dtype, const void* x, const void* dy, void* dw, void* db,
+                        void* workspace) const override {
     const FftPlan plan = checked_plan(desc, dtype, ConvPass::backward_weights, workspace);
-    const cpu::FftTiling& t = plan.tiling;
+    const FftTiling& t = plan.tiling;
     const int th = static_cast<int>(t.tile_h), tw = static_cast<int>(t.tile_w);
-    const FftBuffers buf = carve_aligned(plan, dtype, workspace.raw_data());
+    const FftBuffers buf = carve_aligned(plan, dtype, workspace);
     const int64_t K = desc.K, C = desc.C, Kg = desc.K_per_group(), Cg = desc.C_per_group();
     for (int64_t n0 = 0; n0 < desc.N; n0 += plan.chunk_images) {
       const int64_t images = std::min(plan.chunk_images, desc.N - n0), M = plan.tiles(images);
-      launch_fft_tiles_forward(plan.version, dtype, input_tiles(plan, x.raw_data(), n0, images), th, tw,
+      launch_fft_tiles_forward(plan.version, dtype, input_tiles(plan, x, n0, images), th, tw,
                                buf.inputs, buf.scratch);
-      launch_fft_tiles_forward(plan.version, dtype, dy_tiles(plan, dy.raw_data(), n0, images), th, tw,
+      launch_fft_tiles_forward(plan.version, dtype, dy_tiles(plan, dy, n0, images), th, tw,
                                buf.outputs, buf.scratch);
       // dW_f (Kg x Cg) (+)= conj(DY_f) (Kg x M) * X_f^T (M x Cg), per group.
       SpectralGemm g{};
@@ -315,11 +316,11 @@ class FftGpuConv final : public GpuConvAlgorithm {
       g.accumulate = n0 > 0;
       launch_spectral_gemm(plan.version, dtype, g);
     }
-    const FftFilterSink sink{dw.raw_data(), static_cast<int>(desc.R), static_cast<int>(desc.S),
+    const FftFilterSink sink{dw, static_cast<int>(desc.R), static_cast<int>(desc.S),
                              static_cast<int>(desc.dilation_h), static_cast<int>(desc.dilation_w),
                              1.0 / static_cast<double>(t.tile_h * t.tile_w)};
     launch_fft_filters_inverse(plan.version, dtype, buf.filters, th, tw, K * Cg, sink, buf.scratch);
-    if (db.defined()) launch_conv2d_bias_gradient(dtype, conv_geometry(desc), dy.raw_data(), db.raw_data());
+    if (db != nullptr) launch_conv2d_bias_gradient(dtype, conv_geometry(desc), dy, db);
   }
 
  private:
@@ -331,22 +332,27 @@ class FftGpuConv final : public GpuConvAlgorithm {
     CK_CHECK(is_floating(dtype), op, ": dtype ", dtype, " is not supported (float32 or float64); ", desc.str());
   }
 
-  static FftPlan checked_plan(const Conv2dDesc& desc, DType dtype, ConvPass pass, const Tensor& workspace) {
+  // The caller promises at least workspace_bytes() (conv/conv_dispatch.h
+  // checks a tensor's size); a null workspace is caught here.
+  static FftPlan checked_plan(const Conv2dDesc& desc, DType dtype, ConvPass pass, const void* workspace) {
     check(desc, dtype, pass);
     const FftPlan plan = plan_fft(desc, dtype, pass);
     const std::size_t needed = carve(plan, dtype, plan.chunk_images, true, nullptr).bytes;
-    const std::size_t given = workspace.defined() ? static_cast<std::size_t>(workspace.numel()) * dtype_size(workspace.dtype()) : 0;
-    CK_CHECK(given >= needed, op_name(pass), ": needs ", needed, " bytes of workspace, got ", given, "; descriptor: ",
-             desc.str());
+    CK_CHECK(needed == 0 || workspace != nullptr, op_name(pass), ": needs ", needed,
+             " bytes of workspace but workspace is null; descriptor: ", desc.str());
     return plan;
   }
 };
 
 }  // namespace
 
-const GpuConvAlgorithm& fft_gpu_conv_algorithm() {
+const conv::ConvAlgorithm& fft_gpu_conv_algorithm() {
   static const FftGpuConv instance;
   return instance;
 }
+
+namespace {
+const conv::ConvAlgorithmRegistrar kRegistered(conv_registry(), fft_gpu_conv_algorithm());
+}  // namespace
 
 }  // namespace convkit::CK_GPU_NS

@@ -1,5 +1,6 @@
 // im2col + GEMM convolution on the GPU: the cpu algorithm's plan
-// (src/cpu/conv/im2col_gemm_conv.cpp) with kernels for each step.
+// (src/cpu/conv/conv_im2col_gemm.cpp, shapes in src/conv/implicit_gemm.h)
+// with kernels for each step.
 //
 //   forward           y[n, g]  = w[g] * col(x[n])[g]               (+ bias)
 //   backward-data     dx[n]    = col2im( w[g]^T * dy[n, g] )
@@ -28,6 +29,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "conv/implicit_gemm.h"
 #include "gpu/gpu_backend.h"
 #include "gpu/gpu_conv_algorithm.h"
 #include "kernels/dispatch.cuh"
@@ -41,23 +43,7 @@ namespace {
 // without making the column buffer of a large layer huge.
 constexpr std::int64_t kMaxChunk = 32;
 
-// Matrix sizes of one descriptor.
-struct GemmShape {
-  std::int64_t N, C, K, groups, Kg;
-  std::int64_t image;  // C*H*W: elements of one input image
-  std::int64_t plane;  // P*Q: columns of every product
-  std::int64_t depth;  // Cg*R*S: rows of one group's column block
-  bool image_is_col;   // 1x1, stride 1, no padding: skip im2col
-  explicit GemmShape(const Conv2dDesc& d)
-      : N(d.N), C(d.C), K(d.K), groups(d.groups), Kg(d.K_per_group()), image(d.C * d.H * d.W),
-        plane(d.P() * d.Q()), depth(d.C_per_group() * d.R * d.S),
-        image_is_col(d.R == 1 && d.S == 1 && d.stride_h == 1 && d.stride_w == 1 && d.pad_top == 0 &&
-                     d.pad_bottom == 0 && d.pad_left == 0 && d.pad_right == 0) {}
-  // Elements of one image's column matrix (its batch stride in the buffer).
-  std::int64_t col_stride() const { return image_is_col ? image : groups * depth * plane; }
-  std::int64_t col_elems() const { return image_is_col ? 0 : groups * depth * plane; }
-  std::int64_t dw_elems() const { return K * depth; }
-};
+using conv::GemmShape;  // the matrix sizes (conv/implicit_gemm.h)
 
 // Slices of the workspace: the chunk's column matrices, then (backward-
 // weights with chunk > 1) its accumulator slots. Measures with base ==
@@ -90,16 +76,7 @@ Layout carve(const GemmShape& g, ConvPass pass, std::int64_t chunk, std::size_t 
   return l;
 }
 
-#if defined(__CUDACC__)
-constexpr const char* kBackendName = "cuda";
-#else
-constexpr const char* kBackendName = "sim";
-#endif
-
-// "conv2d forward (sim, im2col_gemm)": the op name errors start with.
-std::string op_name(ConvPass pass) {
-  return detail::concat("conv2d ", conv_pass_name(pass), " (", kBackendName, ", im2col_gemm)");
-}
+std::string op_name(ConvPass pass) { return conv_op_name(ConvAlgo::im2col_gemm, pass); }
 
 // The largest chunk whose buffers fit in workspace_limit.
 std::int64_t plan_chunk(const Conv2dDesc& d, ConvPass pass, std::size_t elem) {
@@ -114,19 +91,14 @@ std::int64_t plan_chunk(const Conv2dDesc& d, ConvPass pass, std::size_t elem) {
 
 
 // What every pass checks before touching memory.
-void check_call(const Conv2dDesc& d, ConvPass pass, DType dtype, std::initializer_list<const Tensor*> required,
-                const Tensor& workspace, std::size_t needed) {
+void check_call(const Conv2dDesc& d, ConvPass pass, DType dtype, std::initializer_list<const void*> required,
+                const void* workspace, std::size_t needed) {
   const std::string op = op_name(pass);
   d.validate(op.c_str());
   CK_CHECK(is_floating(dtype), op, ": dtype ", dtype, " is not supported (float32 or float64)");
-  for (const Tensor* t : required) {
-    CK_CHECK(t->defined(), op, ": a required tensor is undefined; descriptor ", d.str());
-    CK_CHECK(t->dtype() == dtype && t->is_contiguous(), op, ": tensors must be contiguous ", dtype, ", got ",
-             t->dtype(), " of shape ", t->shape());
-  }
-  const std::size_t have =
-      workspace.defined() ? static_cast<std::size_t>(workspace.numel()) * dtype_size(workspace.dtype()) : 0;
-  CK_CHECK(have >= needed, op, ": workspace of ", have, " bytes, ", needed, " needed; descriptor ", d.str());
+  for (const void* p : required) CK_CHECK(p != nullptr, op, ": a required buffer is null; descriptor ", d.str());
+  CK_CHECK(needed == 0 || workspace != nullptr, op, ": needs ", needed,
+           " bytes of workspace but workspace is null; descriptor ", d.str());
 }
 
 // y[n0 .. n0+count) for one chunk of images: one GEMM per group.
@@ -134,9 +106,10 @@ void forward_chunk(DType dtype, const GemmShape& g, const unsigned char* w, cons
                    unsigned char* y, std::int64_t count, bool has_bias, std::size_t elem) {
   for (std::int64_t grp = 0; grp < g.groups; ++grp) {
     GemmArgs a;
-    a.M = g.Kg;
-    a.N = g.plane;
-    a.K = g.depth;
+    const conv::GemmDims dims = g.dims(ConvPass::forward);
+    a.M = dims.M;
+    a.N = dims.N;
+    a.K = dims.K;
     a.batch = count;
     a.a = w + grp * g.Kg * g.depth * elem;
     a.lda = g.depth;
@@ -152,8 +125,10 @@ void forward_chunk(DType dtype, const GemmShape& g, const unsigned char* w, cons
   }
 }
 
-class Im2colGemmGpuConv final : public GpuConvAlgorithm {
+class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
  public:
+  ConvAlgo algo() const override { return ConvAlgo::im2col_gemm; }
+
   Support supports(const Conv2dDesc& desc) const override {
     try {
       desc.validate("conv2d (GPU, im2col_gemm)");
@@ -170,19 +145,15 @@ class Im2colGemmGpuConv final : public GpuConvAlgorithm {
     return carve(GemmShape(desc), pass, plan_chunk(desc, pass, elem), elem, nullptr).bytes;
   }
 
-  void forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y,
-               const Tensor& workspace) const override {
-    const DType dtype = x.dtype();
-    check_call(d, ConvPass::forward, dtype, {&x, &w, &y}, workspace, workspace_bytes(d, dtype, ConvPass::forward));
-    CK_CHECK(!b.defined() || (b.dtype() == dtype && b.is_contiguous() && b.numel() == d.K), op_name(ConvPass::forward),
-             ": bias must be a contiguous ", dtype, " vector of ", d.K, " values, got ", b.dtype(), " of shape ",
-             b.shape());
+  void forward(const Conv2dDesc& d, DType dtype, const void* x, const void* w, const void* b, void* y,
+               void* workspace) const override {
+    check_call(d, ConvPass::forward, dtype, {x, w, y}, workspace, workspace_bytes(d, dtype, ConvPass::forward));
     const GemmShape g(d);
     const std::size_t elem = dtype_size(dtype);
     const std::int64_t chunk = plan_chunk(d, ConvPass::forward, elem);
-    const Layout l = carve(g, ConvPass::forward, chunk, elem, workspace.defined() ? workspace.raw_data() : nullptr);
-    const auto* xp = static_cast<const unsigned char*>(x.raw_data());
-    auto* yp = static_cast<unsigned char*>(y.raw_data());
+    const Layout l = carve(g, ConvPass::forward, chunk, elem, workspace);
+    const auto* xp = static_cast<const unsigned char*>(x);
+    auto* yp = static_cast<unsigned char*>(y);
     for (std::int64_t n0 = 0; n0 < g.N; n0 += chunk) {
       const std::int64_t count = std::min(chunk, g.N - n0);
       const unsigned char* cols = xp + n0 * g.image * elem;
@@ -191,34 +162,32 @@ class Im2colGemmGpuConv final : public GpuConvAlgorithm {
         cols = static_cast<const unsigned char*>(l.cols);
       }
       unsigned char* y_chunk = yp + n0 * g.K * g.plane * elem;
-      if (b.defined()) launch_bias_fill(dtype, b.raw_data(), count, g.K, g.plane, y_chunk);
-      forward_chunk(dtype, g, static_cast<const unsigned char*>(w.raw_data()), cols, y_chunk, count, b.defined(),
-                    elem);
+      if (b != nullptr) launch_bias_fill(dtype, b, count, g.K, g.plane, y_chunk);
+      forward_chunk(dtype, g, static_cast<const unsigned char*>(w), cols, y_chunk, count, b != nullptr, elem);
     }
   }
 
-  void backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, const Tensor& dx,
-                     const Tensor& workspace) const override {
-    const DType dtype = dy.dtype();
-    check_call(d, ConvPass::backward_data, dtype, {&dy, &w, &dx}, workspace,
+  void backward_data(const Conv2dDesc& d, DType dtype, const void* dy, const void* w, void* dx,
+                     void* workspace) const override {
+    check_call(d, ConvPass::backward_data, dtype, {dy, w, dx}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_data));
     const GemmShape g(d);
     const std::size_t elem = dtype_size(dtype);
     const std::int64_t chunk = plan_chunk(d, ConvPass::backward_data, elem);
-    const Layout l =
-        carve(g, ConvPass::backward_data, chunk, elem, workspace.defined() ? workspace.raw_data() : nullptr);
-    const auto* dyp = static_cast<const unsigned char*>(dy.raw_data());
-    const auto* wp = static_cast<const unsigned char*>(w.raw_data());
-    auto* dxp = static_cast<unsigned char*>(dx.raw_data());
+    const Layout l = carve(g, ConvPass::backward_data, chunk, elem, workspace);
+    const auto* dyp = static_cast<const unsigned char*>(dy);
+    const auto* wp = static_cast<const unsigned char*>(w);
+    auto* dxp = static_cast<unsigned char*>(dx);
     for (std::int64_t n0 = 0; n0 < g.N; n0 += chunk) {
       const std::int64_t count = std::min(chunk, g.N - n0);
       // Without im2col the column gradient is the image gradient itself.
       unsigned char* dcols = g.image_is_col ? dxp + n0 * g.image * elem : static_cast<unsigned char*>(l.cols);
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
         GemmArgs a;  // dcol[n, g] = w[g]^T * dy[n, g]
-        a.M = g.depth;
-        a.N = g.plane;
-        a.K = g.Kg;
+        const conv::GemmDims dims = g.dims(ConvPass::backward_data);
+        a.M = dims.M;
+        a.N = dims.N;
+        a.K = dims.K;
         a.batch = count;
         a.trans_a = true;
         a.a = wp + grp * g.Kg * g.depth * elem;
@@ -236,20 +205,18 @@ class Im2colGemmGpuConv final : public GpuConvAlgorithm {
     }
   }
 
-  void backward_weights(const Conv2dDesc& d, const Tensor& x, const Tensor& dy, const Tensor& dw,
-                        const Tensor& db, const Tensor& workspace) const override {
-    const DType dtype = x.dtype();
-    check_call(d, ConvPass::backward_weights, dtype, {&x, &dy, &dw}, workspace,
+  void backward_weights(const Conv2dDesc& d, DType dtype, const void* x, const void* dy, void* dw, void* db,
+                        void* workspace) const override {
+    check_call(d, ConvPass::backward_weights, dtype, {x, dy, dw}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_weights));
     const GemmShape g(d);
     const std::size_t elem = dtype_size(dtype);
     const std::int64_t chunk = plan_chunk(d, ConvPass::backward_weights, elem);
-    const Layout l =
-        carve(g, ConvPass::backward_weights, chunk, elem, workspace.defined() ? workspace.raw_data() : nullptr);
-    const auto* xp = static_cast<const unsigned char*>(x.raw_data());
-    const auto* dyp = static_cast<const unsigned char*>(dy.raw_data());
+    const Layout l = carve(g, ConvPass::backward_weights, chunk, elem, workspace);
+    const auto* xp = static_cast<const unsigned char*>(x);
+    const auto* dyp = static_cast<const unsigned char*>(dy);
     // One image at a time accumulates straight into dw.
-    auto* acc = static_cast<unsigned char*>(chunk > 1 ? l.accumulators : dw.raw_data());
+    auto* acc = static_cast<unsigned char*>(chunk > 1 ? l.accumulators : dw);
     for (std::int64_t n0 = 0; n0 < g.N; n0 += chunk) {
       const std::int64_t count = std::min(chunk, g.N - n0);
       const unsigned char* cols = xp + n0 * g.image * elem;
@@ -259,9 +226,10 @@ class Im2colGemmGpuConv final : public GpuConvAlgorithm {
       }
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
         GemmArgs a;  // slot[n mod chunk][g] (+)= dy[n, g] * col[n, g]^T
-        a.M = g.Kg;
-        a.N = g.depth;
-        a.K = g.plane;
+        const conv::GemmDims dims = g.dims(ConvPass::backward_weights);
+        a.M = dims.M;
+        a.N = dims.N;
+        a.K = dims.K;
         a.batch = count;
         a.a = dyp + (n0 * g.K + grp * g.Kg) * g.plane * elem;
         a.lda = g.plane;
@@ -277,21 +245,20 @@ class Im2colGemmGpuConv final : public GpuConvAlgorithm {
         launch_gemm(dtype, a);
       }
     }
-    if (chunk > 1) launch_sum_slices(dtype, l.accumulators, chunk, g.dw_elems(), dw.raw_data());
-    if (db.defined()) {
-      CK_CHECK(db.dtype() == dtype && db.is_contiguous() && db.numel() == d.K, op_name(ConvPass::backward_weights),
-               ": db must be a contiguous ", dtype, " vector of ", d.K, " values, got ", db.dtype(), " of shape ",
-               db.shape());
-      launch_bias_grad(dtype, dyp, g.N, g.K, g.plane, db.raw_data());
-    }
+    if (chunk > 1) launch_sum_slices(dtype, l.accumulators, chunk, g.dw_elems(), dw);
+    if (db != nullptr) launch_bias_grad(dtype, dyp, g.N, g.K, g.plane, db);
   }
 };
 
 }  // namespace
 
-const GpuConvAlgorithm& im2col_gemm_gpu_conv_algorithm() {
+const conv::ConvAlgorithm& im2col_gemm_gpu_conv_algorithm() {
   static const Im2colGemmGpuConv instance;
   return instance;
 }
+
+namespace {
+const conv::ConvAlgorithmRegistrar kRegistered(conv_registry(), im2col_gemm_gpu_conv_algorithm());
+}  // namespace
 
 }  // namespace convkit::CK_GPU_NS

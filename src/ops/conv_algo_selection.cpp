@@ -68,7 +68,8 @@ ConvAlgo benchmark_winner(const Conv2dDesc& d, DType dtype, Device device, std::
   ConvAlgo best = ConvAlgo::automatic;
   double best_time = 0;
   std::ostringstream os;
-  for (ConvAlgo a : {ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft, ConvAlgo::winograd}) {
+  for (const ConvAlgoInfo& info : kConvAlgorithms) {
+    const ConvAlgo a = info.algo;
     const Support s = backend.conv2d_supports(a, d);
     if (!s) continue;
     double t = 0;

@@ -36,8 +36,9 @@ const std::vector<Case> kCases = {
 
 TEST(ConvCheck, AcceptsEveryCpuAlgorithmAndPass) {
   for (const Case& c : kCases)
-    for (ConvAlgo algo : {ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft, ConvAlgo::winograd})
+    for (const ConvAlgoInfo& info : kConvAlgorithms)
       for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
+        const ConvAlgo algo = info.algo;
         if (!backend_for(kCPU).conv2d_supports(algo, c.desc)) continue;
         const CheckResult r = check_conv_pass(c.desc, algo, pass, run_cpu_pass(c.desc, algo, pass));
         EXPECT_TRUE(r.ok()) << c.name << " " << conv_algo_name(algo) << " " << conv_pass_name(pass) << ": "

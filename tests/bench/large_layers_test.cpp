@@ -22,14 +22,14 @@
 namespace convkit::bench {
 namespace {
 
-constexpr ConvAlgo kAlgos[] = {ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft, ConvAlgo::winograd};
 constexpr ConvPass kPasses[] = {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights};
 
 // Runs every supported algorithm and pass on `desc`; returns how many
 // algorithms ran (direct and im2col_gemm run every convolution).
 int check_every_algorithm(const std::string& name, const Conv2dDesc& desc) {
   int ran = 0;
-  for (ConvAlgo algo : kAlgos) {
+  for (const ConvAlgoInfo& info : kConvAlgorithms) {
+    const ConvAlgo algo = info.algo;
     if (!backend_for(kCPU).conv2d_supports(algo, desc)) continue;
     ++ran;
     for (ConvPass pass : kPasses) {

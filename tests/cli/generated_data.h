@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "support/command.h"  // run_command, used with these data sets
+
 namespace convkit::testing {
 
 // Raw pixels of one image of class `label` (interleaved channels, 0..255).
@@ -27,18 +29,5 @@ void write_cifar10_like(const std::string& dir, int per_batch, int test_count,
 // height x width, PNG and JPEG alternating.
 void write_image_folder(const std::string& root, const std::vector<std::string>& classes,
                         int per_class, int height, int width, std::uint64_t seed = 1);
-
-// Runs a shell command, returning its exit status and what it wrote to
-// stdout and stderr (separately).
-struct CommandResult {
-  int status = -1;
-  std::string out, err;
-  // The last non-empty line of out.
-  std::string last_line() const;
-};
-CommandResult run_command(const std::string& command);
-
-// Single-quoted for /bin/sh.
-std::string shell_quote(const std::string& s);
 
 }  // namespace convkit::testing

@@ -37,7 +37,9 @@ TEST_P(ConvOp, EveryAlgorithmMatchesTheFloat64DirectResult) {
     const Tensor x = random_tensor(c.x, rng, cpu64), w = random_tensor(c.w, rng, cpu64);
     const Tensor b = c.bias ? random_tensor({c.w[0]}, rng, cpu64) : Tensor();
     const auto want = conv2d(x, w, b, Conv2dParams(c.p).algo(ConvAlgo::direct)).to_vector<double>();
-    for (ConvAlgo algo : {ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft, ConvAlgo::winograd, ConvAlgo::automatic}) {
+    std::vector<ConvAlgo> algos{ConvAlgo::automatic};
+    for (const ConvAlgoInfo& info : kConvAlgorithms) algos.push_back(info.algo);
+    for (ConvAlgo algo : algos) {
       const Conv2dDesc d = make_conv2d_desc(c.x, c.w, c.p);
       if (algo != ConvAlgo::automatic && !backend_for(GetParam()).conv2d_supports(algo, d)) continue;
       for (DType dt : {DType::float32, DType::float64}) {
@@ -58,7 +60,8 @@ TEST_P(ConvOp, GradientsOfInputWeightAndBiasPassGradcheck) {
     const Tensor x = random_tensor(c.x, rng, o), w = random_tensor(c.w, rng, o);
     const Tensor b = c.bias ? random_tensor({c.w[0]}, rng, o) : Tensor();
     const Conv2dDesc d = make_conv2d_desc(c.x, c.w, c.p);
-    for (ConvAlgo algo : {ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft, ConvAlgo::winograd}) {
+    for (const ConvAlgoInfo& info : kConvAlgorithms) {
+      const ConvAlgo algo = info.algo;
       if (!backend_for(GetParam()).conv2d_supports(algo, d)) continue;
       std::vector<Tensor> inputs{x, w};
       if (b.defined()) inputs.push_back(b);

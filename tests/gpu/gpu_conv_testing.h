@@ -3,9 +3,9 @@
 // g++, gpu_cuda in the nvcc build of a suite) on the float64-reference test
 // descriptors of tests/cpu_conv.
 //
-// The algorithms take Tensors and use only their dtype and data pointers, so
-// these raw tests call an algorithm directly, without the op layer or the
-// backend registry in between; the operands live on testing::kernel_device().
+// The algorithms take device pointers (conv/conv_algorithm.h), so these raw
+// tests call an algorithm directly, without the op layer or the backend
+// registry in between; the operands live on testing::kernel_device().
 #include <gtest/gtest.h>
 
 #include <convkit/convkit.h>
@@ -90,7 +90,7 @@ Tensor garbage(std::int64_t count) {
 // Runs the three passes of `algo` in precision T, with one workspace big
 // enough for every pass (as the op layer sizes it per pass).
 template <typename T>
-Outputs<T> run_passes(const kernels::GpuConvAlgorithm& algo, const Conv2dDesc& d, const Inputs& in) {
+Outputs<T> run_passes(const conv::ConvAlgorithm& algo, const Conv2dDesc& d, const Inputs& in) {
   const DType dtype = dtype_of<T>::value;
   std::size_t bytes = 0;
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
@@ -102,9 +102,10 @@ Outputs<T> run_passes(const kernels::GpuConvAlgorithm& algo, const Conv2dDesc& d
   const Tensor dy = device_tensor<T>(in.dy);
   const Tensor y = garbage<T>(y_size(d)), dx = garbage<T>(x_size(d)), dw = garbage<T>(w_size(d));
   const Tensor db = garbage<T>(d.K);
-  algo.forward(d, x, w, b, y, workspace);
-  algo.backward_data(d, dy, w, dx, workspace);
-  algo.backward_weights(d, x, dy, dw, db, workspace);
+  void* ws = workspace.defined() ? workspace.raw_data() : nullptr;
+  algo.forward(d, dtype, x.raw_data(), w.raw_data(), b.raw_data(), y.raw_data(), ws);
+  algo.backward_data(d, dtype, dy.raw_data(), w.raw_data(), dx.raw_data(), ws);
+  algo.backward_weights(d, dtype, x.raw_data(), dy.raw_data(), dw.raw_data(), db.raw_data(), ws);
   return {y.to_vector<T>(), dx.to_vector<T>(), dw.to_vector<T>(), db.to_vector<T>()};
 }
 
@@ -112,7 +113,7 @@ Outputs<T> run_passes(const kernels::GpuConvAlgorithm& algo, const Conv2dDesc& d
 // `algo_kind` picks the tolerance model (conv_tolerance.h). The bias gradient
 // is a plain sum for every algorithm.
 template <typename T>
-Outputs<T> expect_passes_match(const kernels::GpuConvAlgorithm& algo, ConvAlgo algo_kind, const Conv2dDesc& d,
+Outputs<T> expect_passes_match(const conv::ConvAlgorithm& algo, ConvAlgo algo_kind, const Conv2dDesc& d,
                                const std::string& where) {
   using cpu::testing::all_within;
   using cpu::testing::tolerances;
@@ -136,7 +137,7 @@ template <typename T>
 }
 
 // A later version against v1 in float32, where different rounding shows.
-inline void expect_agrees_with_v1(const kernels::GpuConvAlgorithm& algo, ConvAlgo algo_kind, const std::string& family,
+inline void expect_agrees_with_v1(const conv::ConvAlgorithm& algo, ConvAlgo algo_kind, const std::string& family,
                                   int version, const Conv2dDesc& d, const std::string& where) {
   using cpu::testing::tolerances;
   const CaseData& c = case_data(d);

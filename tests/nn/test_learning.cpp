@@ -84,7 +84,8 @@ class Learning : public ::testing::TestWithParam<Device> {};
 TEST_P(Learning, SmallCnnOverfitsAFixedBatchWithEveryConvAlgorithm) {
   const Device device = GetParam();
   std::vector<std::pair<ConvAlgo, std::vector<double>>> runs;
-  for (ConvAlgo algo : {ConvAlgo::direct, ConvAlgo::im2col_gemm, ConvAlgo::fft, ConvAlgo::winograd}) {
+  for (const ConvAlgoInfo& info : kConvAlgorithms) {
+    const ConvAlgo algo = info.algo;
     const std::string why = unsupported_reason(algo, device);
     if (!why.empty()) {
       std::printf("[  SKIPPED ] %s on %s: %s\n", std::string(conv_algo_name(algo)).c_str(), device.str().c_str(),

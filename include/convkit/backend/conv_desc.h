@@ -7,20 +7,13 @@
 #include <string>
 #include <string_view>
 
+#include "convkit/conv/algorithms.h"  // ConvAlgo and the table of algorithms
+
 namespace convkit {
-
-// The algorithms and their limits: docs/algorithms/. winograd (F(2x2,3x3):
-// 3x3 filters, stride 1, no dilation) runs on the cpu backend only; the sim
-// and cuda backends' supports() say so.
-enum class ConvAlgo { automatic, direct, im2col_gemm, fft, winograd };
-
-std::string_view conv_algo_name(ConvAlgo a);
 
 // The three passes of a convolution; workspace needs differ between them.
 enum class ConvPass { forward, backward_data, backward_weights };
 std::string_view conv_pass_name(ConvPass pass);
-// Parses "automatic", "direct", "im2col_gemm", "fft", "winograd"; throws Error otherwise.
-ConvAlgo parse_conv_algo(std::string_view text);
 
 struct Conv2dDesc {
   std::int64_t N = 1, C = 1, H = 1, W = 1;  // input

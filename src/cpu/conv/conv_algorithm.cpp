@@ -2,26 +2,20 @@
 #include "cpu/conv/conv_algorithm.h"
 
 #include "convkit/core/error.h"
-#include "cpu/conv/implementations.h"
 
 namespace convkit::cpu {
 
-const ConvAlgorithm& conv_algorithm(ConvAlgo algo) {
-  switch (algo) {
-    case ConvAlgo::direct: return direct_conv_algorithm();
-    case ConvAlgo::im2col_gemm: return im2col_gemm_conv_algorithm();
-    case ConvAlgo::fft: return fft_conv_algorithm();
-    case ConvAlgo::winograd: return winograd_conv_algorithm();
-    case ConvAlgo::automatic:
-      CK_FAIL("cpu conv2d: 'automatic' is not an algorithm; resolve it first with "
-              "choose_conv_algorithm_heuristic (cpu/conv/conv_heuristic.h)");
-  }
-  CK_FAIL("cpu conv2d: unknown ConvAlgo value ", static_cast<int>(algo));
+conv::ConvAlgorithmRegistry& conv_registry() {
+  static conv::ConvAlgorithmRegistry registry("cpu");
+  return registry;
 }
 
-std::vector<const ConvAlgorithm*> conv_algorithms() {
-  return {&direct_conv_algorithm(), &im2col_gemm_conv_algorithm(), &fft_conv_algorithm(),
-          &winograd_conv_algorithm()};
+const ConvAlgorithm& conv_algorithm(ConvAlgo algo) {
+  CK_CHECK(algo != ConvAlgo::automatic, "cpu conv2d: 'automatic' is not an algorithm; resolve it first with "
+           "choose_conv_algorithm_heuristic (cpu/conv/conv_heuristic.h)");
+  return conv_registry().get(algo);
 }
+
+std::vector<const ConvAlgorithm*> conv_algorithms() { return conv_registry().all(); }
 
 }  // namespace convkit::cpu

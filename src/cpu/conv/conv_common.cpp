@@ -7,7 +7,7 @@
 namespace convkit::cpu {
 
 std::string conv_op_name(ConvAlgo algo, ConvPass pass) {
-  return detail::concat("conv2d ", conv_pass_name(pass), " (cpu, ", conv_algo_name(algo), ")");
+  return conv::conv_op_name("cpu", algo, pass);
 }
 
 void check_conv_call(const ConvAlgorithm& algo, const Conv2dDesc& desc, DType dtype, ConvPass pass,
@@ -24,12 +24,6 @@ void check_conv_call(const ConvAlgorithm& algo, const Conv2dDesc& desc, DType dt
   const std::size_t needed = algo.workspace_bytes(desc, dtype, pass);
   CK_CHECK(needed == 0 || workspace != nullptr, op, ": needs ", needed,
            " bytes of workspace but workspace is null; descriptor: ", desc.str());
-}
-
-std::size_t ConvAlgorithm::workspace_bytes(const Conv2dDesc& desc, DType dtype) const {
-  return std::max({workspace_bytes(desc, dtype, ConvPass::forward),
-                   workspace_bytes(desc, dtype, ConvPass::backward_data),
-                   workspace_bytes(desc, dtype, ConvPass::backward_weights)});
 }
 
 // Each thread takes a block of channels and walks the images in memory

@@ -8,17 +8,7 @@ namespace convkit::cpu {
 
 namespace {
 
-// Whether `algo` can run `desc` within its workspace_limit.
-bool runs(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) {
-  const ConvAlgorithm& a = conv_algorithm(algo);
-  if (!a.supports(desc)) return false;
-  try {
-    a.workspace_bytes(desc, dtype);
-    return true;
-  } catch (const Error&) {
-    return false;  // even a one-image chunk exceeds workspace_limit
-  }
-}
+bool runs(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) { return conv_registry().runs(algo, desc, dtype); }
 
 }  // namespace
 

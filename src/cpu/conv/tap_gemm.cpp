@@ -17,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "conv/correlation.h"
 #include "convkit/core/error.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -55,10 +56,11 @@ PaddedPlanes padded_input(const Conv2dDesc& d) {
           d.pad_top, d.pad_left};
 }
 
-// The padded output gradient backward-data correlates with the flipped filters.
+// The padded output gradient backward-data correlates with the flipped
+// filters (conv/correlation.h), placed at that correlation's padding.
 PaddedPlanes padded_output_gradient(const Conv2dDesc& d) {
-  return {d.K, d.H + (d.R - 1) * d.dilation_h, round_up(d.W, kTileColumns) + (d.S - 1) * d.dilation_w,
-          (d.R - 1) * d.dilation_h - d.pad_top, (d.S - 1) * d.dilation_w - d.pad_left};
+  const conv::CorrelationShape s = conv::backward_data_correlation(d);
+  return {d.K, d.H + s.extent_h() - 1, round_up(d.W, kTileColumns) + s.extent_w() - 1, s.pad_top, s.pad_left};
 }
 
 #ifdef CONVKIT_TAP_GEMM
@@ -309,14 +311,11 @@ std::int64_t tap_gemm_scratch_floats(const Conv2dDesc& d, ConvPass pass) {
 std::int64_t tap_gemm_flipped_filter_floats(const Conv2dDesc& d) { return d.K * d.C_per_group() * d.R * d.S; }
 
 void tap_gemm_flip_filters(const Conv2dDesc& d, const float* w, float* wflip) {
-  const i64 Cg = d.C_per_group(), Kg = d.K_per_group(), R = d.R, S = d.S;
-  for (i64 g = 0; g < d.groups; ++g)
+  const i64 Kg = d.K_per_group(), R = d.R, S = d.S;
+  for (i64 c = 0; c < d.C; ++c)
     for (i64 k = 0; k < Kg; ++k)
-      for (i64 c = 0; c < Cg; ++c)
-        for (i64 r = 0; r < R; ++r)
-          for (i64 s = 0; s < S; ++s)
-            wflip[(((g * Cg + c) * Kg + k) * R + (R - 1 - r)) * S + (S - 1 - s)] =
-                w[(((g * Kg + k) * Cg + c) * R + r) * S + s];
+      for (i64 r = 0; r < R; ++r)
+        for (i64 s = 0; s < S; ++s) wflip[((c * Kg + k) * R + r) * S + s] = w[conv::flipped_filter_index(d, c, k, r, s)];
 }
 
 #ifdef CONVKIT_TAP_GEMM

@@ -28,7 +28,7 @@
 //   <E, Y> = < A E A^T, (G g G^T) (.) (B^T D B) >,
 // so the gradient with respect to g is  G^T [ (A E A^T) (.) (B^T D B) ] G.
 // (The data gradient is computed as a forward correlation of dy with the
-// rotated filter; see winograd_conv.cpp.)
+// rotated filter; see conv_winograd.cpp.)
 //
 // Every 2-D transform is the 1-D one applied to each column, then to each row.
 // Tiles are row-major: t[i * width + j].
@@ -93,7 +93,7 @@ struct F<4> {
   // Products with rounded reciprocals, not divisions, which cost about ten
   // multiplications each: they were a fifth of conv4's forward at batch 32
   // when the convolution ran these per filter. The convolution now applies
-  // the matrices read off them (winograd_conv.cpp), so they are cold.
+  // the matrices read off them (conv_winograd.cpp), so they are cold.
   template <typename T>
   static constexpr T kQuarter = T(1) / T(4);
   template <typename T>

@@ -54,7 +54,7 @@ const std::vector<ConvCase>& cases() {
   return all;
 }
 
-const kernels::GpuConvAlgorithm& direct() { return kernels::direct_gpu_conv_algorithm(); }
+const conv::ConvAlgorithm& direct() { return kernels::direct_gpu_conv_algorithm(); }
 
 template <typename T>
 void expect_matches_reference(const ConvCase& c, int version) {

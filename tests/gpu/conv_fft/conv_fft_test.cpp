@@ -210,7 +210,7 @@ const std::vector<ConvCase>& cases() {
   return all;
 }
 
-const kernels::GpuConvAlgorithm& fft() { return kernels::fft_gpu_conv_algorithm(); }
+const conv::ConvAlgorithm& fft() { return kernels::fft_gpu_conv_algorithm(); }
 
 template <typename T>
 void expect_matches_reference(const ConvCase& c, int version) {

@@ -1,47 +1,13 @@
-// Reducing convolution passes to correlations, and choosing the FFT tile size.
-#include "cpu/conv/fft_tiling.h"
+// Choosing the FFT tile size.
+#include "conv/fft_tiling.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "convkit/core/error.h"
 
-namespace convkit::cpu {
-
-CorrelationShape forward_correlation(const Conv2dDesc& d) {
-  CorrelationShape s;
-  s.N = d.N;
-  s.in_channels = d.C;
-  s.H = d.H;
-  s.W = d.W;
-  s.out_channels = d.K;
-  s.groups = d.groups;
-  s.R = d.R;
-  s.S = d.S;
-  s.dil_h = d.dilation_h;
-  s.dil_w = d.dilation_w;
-  s.pad_top = d.pad_top;
-  s.pad_left = d.pad_left;
-  s.P = d.P();
-  s.Q = d.Q();
-  return s;
-}
-
-CorrelationShape backward_data_correlation(const Conv2dDesc& d) {
-  // dx[h] = sum_{p, r : h = p - pad_top + r*dil} dy[p] w[r]. With r' = R-1-r,
-  // p = h - (extent - 1 - pad_top) + r'*dil: a correlation of dy with the
-  // flipped filter, padded by extent - 1 - pad_top.
-  CorrelationShape s = forward_correlation(d);
-  s.in_channels = d.K;
-  s.H = d.P();
-  s.W = d.Q();
-  s.out_channels = d.C;
-  s.pad_top = s.extent_h() - 1 - d.pad_top;
-  s.pad_left = s.extent_w() - 1 - d.pad_left;
-  s.P = d.H;
-  s.Q = d.W;
-  return s;
-}
+namespace convkit::conv {
 
 namespace {
 
@@ -101,4 +67,4 @@ FftTiling choose_fft_tiling(const CorrelationShape& s) {
   return best;
 }
 
-}  // namespace convkit::cpu
+}  // namespace convkit::conv

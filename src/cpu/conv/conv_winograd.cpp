@@ -15,7 +15,7 @@
 //
 // Each pass picks m for its output plane: the one with fewer transform points
 // in all (ceil(P/m) * ceil(Q/m) * a*a), so F(4x4) except on outputs too
-// small for its tiles (choose_output_tile). F(4x4)'s transforms have larger
+// small for its tiles (conv::choose_winograd_tile). F(4x4)'s transforms have larger
 // entries (up to 8 and 1/24) and round more; see docs/algorithms/winograd.md.
 //
 // Tiles (numbered across the batch, image-major) go through in chunks, sized
@@ -42,6 +42,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "conv/correlation.h"
+#include "conv/winograd_tiling.h"
 #include "cpu/conv/conv_common.h"
 #include "cpu/conv/eigen_maps.h"
 #include "cpu/conv/implementations.h"
@@ -63,8 +65,7 @@ namespace {
 
 using winograd::F;
 
-// Transform points per tile: a * a for F(m x m, 3x3), a = m + 2.
-constexpr std::int64_t points(int m) { return (m + 2) * (m + 2); }
+constexpr std::int64_t points(int m) { return conv::winograd_points(m); }
 
 constexpr std::int64_t kMaxLanes = 16;
 // One chunk's V and M (points x (in + out channels) x tiles values). Measured on
@@ -99,23 +100,19 @@ struct TileGeometry {
   std::int64_t filter_elems() const { return points(m) * out_channels * in_per_group(); }
 };
 
-// The output tile side with fewer transform points over an out_h x out_w
-// plane (ties go to 2, which rounds less). 0 asks for this choice.
-int choose_output_tile(std::int64_t out_h, std::int64_t out_w, int forced) {
-  if (forced != 0) return forced;
-  auto total = [&](int m) { return ((out_h + m - 1) / m) * ((out_w + m - 1) / m) * points(m); };
-  return total(4) < total(2) ? 4 : 2;
+// The tiles over a pass's correlation (conv/correlation.h): backward-data is
+// the forward machinery on dy with the flipped filters and padding 2 - pad.
+TileGeometry tile_geometry(const conv::CorrelationShape& s, int forced_tile) {
+  return TileGeometry(s.N, s.in_channels, s.out_channels, s.groups, s.H, s.W, s.P, s.Q, s.pad_top, s.pad_left,
+                      conv::choose_winograd_tile(s.P, s.Q, forced_tile));
 }
 
 TileGeometry forward_geometry(const Conv2dDesc& d, int forced_tile) {
-  return TileGeometry(d.N, d.C, d.K, d.groups, d.H, d.W, d.P(), d.Q(), d.pad_top, d.pad_left,
-                      choose_output_tile(d.P(), d.Q(), forced_tile));
+  return tile_geometry(conv::forward_correlation(d), forced_tile);
 }
 
-// dx[h] = sum over r of dy[h + pad - r] * w[r] = sum over r' of dy[h - (2 - pad) + r'] * w[2 - r'].
 TileGeometry backward_data_geometry(const Conv2dDesc& d, int forced_tile) {
-  return TileGeometry(d.N, d.K, d.C, d.groups, d.P(), d.Q(), d.H, d.W, 2 - d.pad_top, 2 - d.pad_left,
-                      choose_output_tile(d.H, d.W, forced_tile));
+  return tile_geometry(conv::backward_data_correlation(d), forced_tile);
 }
 
 // The transforms' scratch (see "The transforms below" further down). Input
@@ -776,5 +773,9 @@ const ConvAlgorithm& winograd_conv_algorithm_with(int output_tile, GemmKernel ke
       {{4, GemmKernel::automatic}, {4, GemmKernel::eigen}, {4, GemmKernel::taps}}};
   return variants[output_tile / 2][static_cast<int>(kernel)];
 }
+
+namespace {
+const conv::ConvAlgorithmRegistrar kRegistered(conv_registry(), winograd_conv_algorithm());
+}  // namespace
 
 }  // namespace convkit::cpu

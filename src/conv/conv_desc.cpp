@@ -1,30 +1,12 @@
-// Names of the convolution algorithms and the consistency rules of Conv2dDesc.
+// The consistency rules of Conv2dDesc (the algorithms' names: algorithms.cpp).
 #include "convkit/backend/conv_desc.h"
 
-#include <array>
 #include <sstream>
 #include <vector>
 
 #include "convkit/core/error.h"
 
 namespace convkit {
-
-namespace {
-
-struct AlgoName {
-  ConvAlgo algo;
-  std::string_view name;
-};
-
-constexpr std::array<AlgoName, 5> kAlgoNames{{
-    {ConvAlgo::automatic, "automatic"},
-    {ConvAlgo::direct, "direct"},
-    {ConvAlgo::im2col_gemm, "im2col_gemm"},
-    {ConvAlgo::fft, "fft"},
-    {ConvAlgo::winograd, "winograd"},
-}};
-
-}  // namespace
 
 std::string_view conv_pass_name(ConvPass pass) {
   switch (pass) {
@@ -33,25 +15,6 @@ std::string_view conv_pass_name(ConvPass pass) {
     case ConvPass::backward_weights: return "backward_weights";
   }
   return "unknown pass";
-}
-
-std::string_view conv_algo_name(ConvAlgo a) {
-  for (const auto& entry : kAlgoNames) {
-    if (entry.algo == a) return entry.name;
-  }
-  return "unknown";
-}
-
-ConvAlgo parse_conv_algo(std::string_view text) {
-  for (const auto& entry : kAlgoNames) {
-    if (entry.name == text) return entry.algo;
-  }
-  std::string valid;
-  for (const auto& entry : kAlgoNames) {
-    if (!valid.empty()) valid += ", ";
-    valid += entry.name;
-  }
-  CK_FAIL("unknown convolution algorithm '", text, "'; valid names are: ", valid);
 }
 
 void Conv2dDesc::validate(const char* op) const {

@@ -301,4 +301,8 @@ const ConvAlgorithm& direct_conv_algorithm() {
   return instance;
 }
 
+namespace {
+const conv::ConvAlgorithmRegistrar kRegistered(conv_registry(), direct_conv_algorithm());
+}  // namespace
+
 }  // namespace convkit::cpu

@@ -38,6 +38,7 @@
 #include <string>
 #include <type_traits>
 
+#include "conv/implicit_gemm.h"
 #include "cpu/conv/conv_common.h"
 #include "cpu/conv/eigen_maps.h"
 #include "cpu/conv/im2col.h"
@@ -52,21 +53,7 @@ namespace {
 // whenever lanes < threads (see run_lanes).
 constexpr std::int64_t kMaxLanes = 16;
 
-// Matrix sizes of one descriptor.
-struct GemmShape {
-  std::int64_t N, C, K, groups, Cg, Kg;
-  std::int64_t image;       // C*H*W: elements of one input image
-  std::int64_t plane;       // P*Q: columns of every matrix product
-  std::int64_t depth;       // Cg*R*S: rows of one group's column block
-  bool image_is_col;        // 1x1, stride 1, no padding: skip im2col
-  explicit GemmShape(const Conv2dDesc& d)
-      : N(d.N), C(d.C), K(d.K), groups(d.groups), Cg(d.C_per_group()), Kg(d.K_per_group()),
-        image(d.C * d.H * d.W), plane(d.P() * d.Q()), depth(d.C_per_group() * d.R * d.S),
-        image_is_col(d.R == 1 && d.S == 1 && d.stride_h == 1 && d.stride_w == 1 && d.pad_top == 0 &&
-                     d.pad_bottom == 0 && d.pad_left == 0 && d.pad_right == 0) {}
-  std::int64_t col_elems() const { return image_is_col ? 0 : groups * depth * plane; }
-  std::int64_t dw_elems() const { return K * depth; }
-};
+using conv::GemmShape;  // the matrix sizes (conv/implicit_gemm.h)
 
 // Whether automatic runs `pass` of `d` with the tap kernels. Measured on the
 // cifar10-cnn and fmnist-cnn layers at batch 128, against Eigen in the same
@@ -362,5 +349,9 @@ const ConvAlgorithm& im2col_gemm_conv_algorithm_with_kernel(GemmKernel kernel) {
   }
   return automatic;
 }
+
+namespace {
+const conv::ConvAlgorithmRegistrar kRegistered(conv_registry(), im2col_gemm_conv_algorithm());
+}  // namespace
 
 }  // namespace convkit::cpu

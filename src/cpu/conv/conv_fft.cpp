@@ -1,6 +1,6 @@
 // FFT convolution (stride 1, any padding, dilation and groups).
 //
-// Each pass is a correlation (fft_tiling.h) computed tile by tile with
+// Each pass is a correlation (conv/correlation.h, tiles: conv/fft_tiling.h) computed tile by tile with
 // overlap-save: transform a tile_h x tile_w window of the padded input, multiply
 // by the filter's spectrum, transform back, keep the outputs that did not wrap
 // around. By the correlation theorem, for real a and b,
@@ -33,13 +33,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "conv/fft_tiling.h"
 #include "cpu/conv/conv_common.h"
-#include "cpu/conv/fft_tiling.h"
 #include "cpu/conv/implementations.h"
 #include "cpu/fft/fft.h"
 
 namespace convkit::cpu {
 namespace {
+
+using conv::backward_data_correlation;
+using conv::choose_fft_tiling;
+using conv::CorrelationShape;
+using conv::FftTiling;
+using conv::forward_correlation;
+using conv::kMaxFftTile;
 
 // Columns of the per-frequency products: enough tiles to keep Eigen's GEMM
 // efficient, few enough that a chunk's spectra stay a few MiB for typical layers.
@@ -280,11 +287,9 @@ void fft_forward(const Conv2dDesc& d, const T* x, const T* w, const T* b, T* y, 
 
 template <typename T>
 void fft_backward_data(const Conv2dDesc& d, const T* dy, const T* w, T* dx, void* workspace) {
-  const std::int64_t Cg = d.C_per_group(), Kg = d.K_per_group(), R = d.R, S = d.S;
   // Output channel c of group g reads input channels (dy) g*Kg .. g*Kg + Kg - 1.
   auto tap = [=](std::int64_t c, std::int64_t k_in_group, std::int64_t r, std::int64_t s) {
-    const std::int64_t g = c / Cg, k = g * Kg + k_in_group;
-    return w[((k * Cg + c % Cg) * R + (R - 1 - r)) * S + (S - 1 - s)];
+    return w[conv::flipped_filter_index(d, c, k_in_group, r, s)];
   };
   fft_correlate(plan_fft<T>(d, ConvPass::backward_data), dy, tap, static_cast<const T*>(nullptr), dx, workspace);
 }
@@ -405,5 +410,9 @@ const ConvAlgorithm& fft_conv_algorithm() {
   static const FftConv instance;
   return instance;
 }
+
+namespace {
+const conv::ConvAlgorithmRegistrar kRegistered(conv_registry(), fft_conv_algorithm());
+}  // namespace
 
 }  // namespace convkit::cpu
