@@ -164,7 +164,8 @@ TEST(Safetensors, LoadErrorsNameTheFile) {
   EXPECT_TRUE(throws_with([&] { io::load_safetensors(dir.file("none.safetensors")); }, {"none.safetensors", "cannot open"}));
   io::save_safetensors(dir.file("t.safetensors"), {{"a", ones({4})}});
   auto bytes = io_testing::read_bytes(dir.file("t.safetensors"));
-  bytes.resize(bytes.size() - 1);
+  ASSERT_FALSE(bytes.empty());
+  bytes.pop_back();  // resize(size() - 1) trips GCC 12's -Wstringop-overflow at -O1 under ASan
   io_testing::write_bytes(dir.file("t.safetensors"), bytes);
   EXPECT_TRUE(throws_with([&] { io::load_safetensors(dir.file("t.safetensors")); },
                           {"t.safetensors", "tensor 'a' ends at data offset 16, past the end of the 15-byte"}));
