@@ -1,12 +1,14 @@
 #include "io/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 #include "convkit/core/error.h"
 
@@ -29,6 +31,44 @@ std::string parent_dir(const std::string& path) {
   return dir.empty() ? "." : dir;
 }
 
+// ".NAME.tmp.": the start of every temporary of the target NAME.
+std::string temp_prefix(const std::filesystem::path& target) {
+  std::string prefix = ".";  // appended piecewise: GCC 12 misreads "." + name (-Wrestrict)
+  prefix += target.filename().string();
+  prefix += ".tmp.";
+  return prefix;
+}
+
+// A save killed outright (SIGKILL, a power cut) cannot remove its temporary.
+// The next save of the same target does: a temporary whose writer process no
+// longer exists can never be renamed by anyone. One whose process id is alive
+// is left alone, since that process may still be writing it (or the id was
+// reused, and it is merely kept one save longer).
+void remove_stale_temporaries(const std::filesystem::path& target) {
+  const std::string prefix = temp_prefix(target);
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    // What follows the prefix is "PID.COUNTER".
+    const std::string_view rest = std::string_view(name).substr(prefix.size());
+    const std::size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string_view::npos) continue;
+    long long pid = 0;
+    bool digits = true;
+    for (char c : rest.substr(0, dot)) {
+      if (c < '0' || c > '9' || pid > 1'000'000'000) { digits = false; break; }
+      pid = pid * 10 + (c - '0');
+    }
+    if (!digits || pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;  // another save may have removed it first
+      std::filesystem::remove(it->path(), ignored);
+    }
+  }
+}
+
 }  // namespace
 
 IoFaultHook set_io_fault_hook(IoFaultHook hook) { return g_fault_hook.exchange(hook); }
@@ -40,10 +80,9 @@ AtomicFile::AtomicFile(std::string path, std::string op) : path_(std::move(path)
   // A name no other writer uses: the process id and a per-process counter;
   // O_EXCL makes sure, and a stale temporary from a crash is skipped over.
   static std::atomic<std::uint64_t> counter{0};
+  remove_stale_temporaries(target);
   for (int attempt = 0; attempt < 100; ++attempt) {
-    std::string name = ".";
-    name += target.filename().string();
-    name += ".tmp.";
+    std::string name = temp_prefix(target);
     name += std::to_string(::getpid());
     name += '.';
     name += std::to_string(counter++);

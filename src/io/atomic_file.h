@@ -4,7 +4,8 @@
 // directory (so the rename cannot cross file systems), which is fsync'd,
 // renamed over the target, and the directory fsync'd so the rename itself
 // survives a crash. Destroying an AtomicFile that was not committed removes
-// the temporary and leaves the target untouched.
+// the temporary and leaves the target untouched; the temporary of a writer
+// that was killed outright is removed by the next save of the same target.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -143,6 +144,45 @@ TEST(SaveFaults, KillAtEachStageKeepsThePreviousCheckpoint) {
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
     EXPECT_TRUE(loads_as_a_version(path, 1, 1));
   }
+  // Each killed save left its temporary, which the next save cleared away;
+  // the last one is still there, until a save that is not killed.
+  EXPECT_EQ(dir.entries().size(), 2u);
+  io::save_checkpoint(path, version(3));
+  EXPECT_TRUE(loads_as_a_version(path, 3, 3));
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"last.ckpt"});
+}
+
+TEST(SaveFaults, ATemporaryOfALiveWriterIsLeftAlone) {
+  ScratchDir dir;
+  const std::string path = dir.file("last.ckpt");
+  // A writer that is still running (a stopped child), and one long gone (a
+  // child already reaped), each with a temporary of the target; plus a file
+  // that only looks like one, and another target's temporary.
+  const pid_t live = ::fork();
+  if (live == 0) {
+    ::pause();
+    std::_Exit(0);
+  }
+  const pid_t gone = ::fork();
+  if (gone == 0) std::_Exit(0);
+  ::waitpid(gone, nullptr, 0);
+  const auto touch = [&](const std::string& name) {
+    std::FILE* f = std::fopen(dir.file(name).c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+  };
+  const std::string live_temp = ".last.ckpt.tmp." + std::to_string(live) + ".0";
+  touch(live_temp);
+  touch(".last.ckpt.tmp." + std::to_string(gone) + ".0");
+  touch(".last.ckpt.tmp.notapid.0");
+  touch(".best.ckpt.tmp." + std::to_string(gone) + ".0");
+  io::save_checkpoint(path, version(1));
+  ::kill(live, SIGKILL);
+  ::waitpid(live, nullptr, 0);
+  std::vector<std::string> left = dir.entries();
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{".best.ckpt.tmp." + std::to_string(gone) + ".0",
+                                            live_temp, ".last.ckpt.tmp.notapid.0", "last.ckpt"}));
 }
 
 TEST(SaveFaults, KillAtRandomMomentsKeepsALoadableCheckpoint) {
