@@ -176,6 +176,7 @@ int run_train(const Args& args) {
     train::ModelCheckpointOptions ck;
     ck.directory = *out_dir;
     ck.monitor = fit.validation ? "val_accuracy" : "accuracy";
+    ck.resume = resume.has_value();
     ck.metadata = {{"zoo", model_name},
                    {"data", spec.text},
                    {"seed", std::to_string(seed)},

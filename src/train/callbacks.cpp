@@ -1,6 +1,7 @@
 #include "convkit/train/callbacks.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -115,6 +116,25 @@ void ModelCheckpoint::on_train_begin(TrainContext&) {
   std::filesystem::create_directories(options_.directory, ec);
   CK_CHECK(!ec, "ModelCheckpoint: cannot create directory '", options_.directory, "': ",
            ec.message());
+  if (options_.resume && options_.save_best && std::filesystem::exists(best_path())) restore_best();
+}
+
+void ModelCheckpoint::restore_best() {
+  const io::Checkpoint ck = io::load_checkpoint(best_path());
+  const std::string where = "ModelCheckpoint: resuming from " + best_path();
+  const std::optional<std::string> monitor = ck.get_metadata("monitor");
+  CK_CHECK(monitor, where, ": it has no 'monitor' metadata, so its best value is unknown");
+  CK_CHECK(*monitor == options_.monitor, where, ": it monitors '", *monitor, "', this run monitors '",
+           options_.monitor, "'");
+  const std::optional<std::string> text = ck.get_metadata("logs." + options_.monitor);
+  CK_CHECK(text, where, ": it has no 'logs.", options_.monitor, "' metadata");
+  char* end = nullptr;
+  const double value = std::strtod(text->c_str(), &end);
+  CK_CHECK(!text->empty() && *end == '\0', where, ": 'logs.", options_.monitor, "' is '", *text,
+           "', not a number");
+  CK_CHECK(ck.epoch >= 1, where, ": it records ", ck.epoch, " epochs done; a best epoch has at least 1");
+  best_ = value;
+  best_epoch_ = ck.epoch - 1;
 }
 
 void ModelCheckpoint::on_epoch_end(std::int64_t epoch, const EpochLogs& logs,

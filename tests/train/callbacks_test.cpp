@@ -114,6 +114,60 @@ TEST(ModelCheckpoint, SavesLastAndBestWithPreprocessing) {
   EXPECT_ERROR_MENTIONS(train::fit(*model, opt, loader, o), "'val_loss'", "needs validation data");
 }
 
+// A resumed run keeps the best value its best.ckpt recorded: a worse epoch
+// after --resume must not replace the best checkpoint, as it would in a new run.
+TEST(ModelCheckpoint, ResumeKeepsTheRecordedBest) {
+  TempDir dir;
+  auto model = small_cnn(2);
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.1));
+  data::Preprocessing pre = testing::unit_scale();
+  train::History history;
+  train::TrainContext context{*model, opt, pre, history, 100};
+  const auto epoch_logs = [](std::int64_t epoch, double acc) {
+    train::EpochLogs logs;
+    logs.epoch = epoch;
+    logs.set("val_accuracy", acc);
+    return logs;
+  };
+  train::ModelCheckpointOptions co;
+  co.directory = dir.file("run");
+  co.monitor = "val_accuracy";
+  {
+    train::ModelCheckpoint first(co);
+    first.on_train_begin(context);
+    first.on_epoch_end(0, epoch_logs(0, 0.5), context);
+    first.on_epoch_end(1, epoch_logs(1, 0.75), context);
+    first.on_epoch_end(2, epoch_logs(2, 0.625), context);
+  }
+  const auto best_epochs_done = [&] { return io::load_checkpoint(dir.file("run/best.ckpt")).epoch; };
+  ASSERT_EQ(best_epochs_done(), 2);
+
+  co.resume = true;
+  train::ModelCheckpoint resumed(co);
+  resumed.on_train_begin(context);
+  ASSERT_TRUE(resumed.best().has_value());
+  EXPECT_EQ(*resumed.best(), 0.75);
+  EXPECT_EQ(resumed.best_epoch(), 1);
+  resumed.on_epoch_end(3, epoch_logs(3, 0.7), context);
+  EXPECT_EQ(best_epochs_done(), 2);  // 0.7 < 0.75: kept
+  resumed.on_epoch_end(4, epoch_logs(4, 0.8), context);
+  EXPECT_EQ(best_epochs_done(), 5);
+  EXPECT_EQ(resumed.best_epoch(), 4);
+
+  co.resume = false;  // a new run in the same directory starts afresh
+  train::ModelCheckpoint fresh(co);
+  fresh.on_train_begin(context);
+  EXPECT_FALSE(fresh.best().has_value());
+  fresh.on_epoch_end(0, epoch_logs(0, 0.1), context);
+  EXPECT_EQ(best_epochs_done(), 1);
+
+  co.resume = true;
+  co.monitor = "val_loss";
+  train::ModelCheckpoint other(co);
+  EXPECT_ERROR_MENTIONS(other.on_train_begin(context), "best.ckpt", "monitors 'val_accuracy'",
+                        "this run monitors 'val_loss'");
+}
+
 // Drives EarlyStopping with given values, as fit would.
 struct EarlyStoppingRun {
   std::shared_ptr<nn::Sequential> model = small_cnn(2);

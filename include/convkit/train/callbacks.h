@@ -87,6 +87,11 @@ struct ModelCheckpointOptions {
   bool save_best = true;   // <directory>/best.ckpt when `monitor` improves
   bool include_optimizer = true;  // so training can resume from the file
   io::Metadata metadata;   // added to every checkpoint (e.g. {"zoo", "fmnist-cnn"})
+  // Continuing a run in `directory`: the best value so far is the one its
+  // best.ckpt recorded, so a resumed run replaces best.ckpt only when it does
+  // better. Without this, a new run starts with no best (and so overwrites
+  // best.ckpt after its first epoch).
+  bool resume = false;
 };
 
 // Saves checkpoints (io::save_checkpoint: atomic, so a crash mid-write keeps
@@ -96,7 +101,9 @@ struct ModelCheckpointOptions {
 // When a stop request interrupts training, last.ckpt is saved (whatever
 // save_last says) with Checkpoint::epoch the epochs done, Checkpoint::step
 // the steps done of the next one, and metadata "interrupted" = "true": what
-// FitOptions::initial_epoch and initial_step resume from.
+// FitOptions::initial_epoch and initial_step resume from. With `resume`, a
+// best.ckpt already in the directory must monitor the same metric (an Error
+// names both otherwise), and its value and epoch become best() and best_epoch().
 class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(ModelCheckpointOptions options);
@@ -112,6 +119,7 @@ class ModelCheckpoint : public Callback {
 
  private:
   io::Checkpoint checkpoint(std::int64_t epochs_done, TrainContext& context) const;
+  void restore_best();
 
   ModelCheckpointOptions options_;
   std::optional<double> best_;
