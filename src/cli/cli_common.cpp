@@ -1,8 +1,10 @@
 #include "cli/cli_common.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "convkit/backend/backend.h"
 #include "convkit/backend/conv_desc.h"
@@ -231,6 +233,22 @@ JsonLine& JsonLine::add_raw(const std::string& k, const std::string& json) {
   key(k);
   body_ += json;
   return *this;
+}
+
+int workers_arg(const ParsedArgs& p) {
+  const std::int64_t asked = p.int_or("workers", 1, 0);
+  const std::int64_t cap = std::max<std::int64_t>(4, 2 * std::int64_t{std::thread::hardware_concurrency()});
+  if (asked <= cap) return static_cast<int>(asked);
+  std::fprintf(stderr, "convkit %s: --workers %lld is more than twice the %u hardware threads; using %lld\n",
+               p.command().c_str(), static_cast<long long>(asked), std::thread::hardware_concurrency(),
+               static_cast<long long>(cap));
+  return static_cast<int>(cap);
+}
+
+void create_output_dir(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  CK_CHECK(!ec, "cannot create the --out directory '", path, "': ", ec.message());
 }
 
 std::string join_lines(const std::vector<std::string>& items) {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/arg_parser.h"
 #include "convkit/core/device.h"
 #include "convkit/core/shape.h"
 #include "convkit/core/tensor.h"
@@ -78,6 +79,15 @@ class JsonLine {
 };
 std::string json_string(const std::string& text);  // quoted and escaped
 std::string json_number(double value);             // null for nan / inf
+
+// --workers (default 1). A loader worker is a thread; more of them than
+// twice the hardware threads (and at least 4) only add contention and memory,
+// so a larger request is capped there with a warning on stderr.
+int workers_arg(const ParsedArgs& p);
+
+// Creates the --out directory `path` (and its parents), or throws Error
+// naming it and the system's reason.
+void create_output_dir(const std::string& path);
 
 // Joins and splits the class names a checkpoint stores as metadata "classes".
 std::string join_lines(const std::vector<std::string>& items);

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "convkit/core/error.h"
@@ -56,7 +58,11 @@ int main(int argc, char** argv) {
     try {
       return c.run(rest);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "convkit %s: %s\n", c.name, e.what());
+      // Messages from deeper down may already start with the command's name.
+      std::string_view what = e.what();
+      const std::string own = std::string(c.name) + ": ";
+      if (what.substr(0, own.size()) == own) what.remove_prefix(own.size());
+      std::fprintf(stderr, "convkit %s: %.*s\n", c.name, static_cast<int>(what.size()), what.data());
       return 2;
     }
   }

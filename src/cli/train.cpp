@@ -100,7 +100,7 @@ int run_train(const Args& args) {
   const std::string schedule = p.value_or("schedule", "cosine");
   CK_CHECK(schedule == "constant" || schedule == "cosine",
            "train: --schedule must be constant or cosine, got '", schedule, "'");
-  const auto workers = static_cast<int>(p.int_or("workers", 1, 0));
+  const int workers = workers_arg(p);
   const auto seed = static_cast<std::uint64_t>(p.int_or("seed", 1, 0));
   const std::string progress = p.value_or("progress", "auto");
   CK_CHECK(progress == "auto" || progress == "bar" || progress == "lines" || progress == "none",
@@ -170,7 +170,7 @@ int run_train(const Args& args) {
   if (scheduler) fit.callbacks.push_back(std::make_shared<train::LRSchedulerCallback>(scheduler));
   const auto out_dir = p.value("out");
   if (out_dir) {
-    std::filesystem::create_directories(*out_dir);
+    create_output_dir(*out_dir);
     fit.callbacks.push_back(std::make_shared<train::CSVLogger>(
         (std::filesystem::path(*out_dir) / "log.csv").string(), resume.has_value()));
     train::ModelCheckpointOptions ck;

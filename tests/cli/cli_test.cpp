@@ -106,6 +106,8 @@ TEST(Cli, BadArgumentsAreOneLineErrors) {
   expect_one_line_error("train fmnist-cnn --optimizer lbfgs", "unknown optimizer 'lbfgs'");
   expect_one_line_error("train fmnist-cnn --schedule linear", "--schedule must be");
   expect_one_line_error("eval", "missing CHECKPOINT");
+  expect_one_line_error("train fmnist-cnn --limit 10 --out /proc/no/such/dir",
+                        "cannot create the --out directory '/proc/no/such/dir'");
   expect_one_line_error("eval /no/such.ckpt --data fashion-mnist", "/no/such.ckpt");
   expect_one_line_error("predict /no/such.ckpt", "missing CHECKPOINT IMAGE");
   expect_one_line_error("predict /no/such.ckpt a.png", "/no/such.ckpt");
@@ -129,6 +131,17 @@ TEST(Cli, SummaryOfFmnistCnn) {
                            "[-1, 10]", "Total params: 421,642", "Trainable params: 421,642",
                            "Non-trainable params: 0"})
     EXPECT_NE(r.out.find(part), std::string::npos) << part << " missing from\n" << r.out;
+}
+
+// Loader workers are threads: a request far beyond the machine is capped, and said so.
+TEST(Cli, WorkersAreCappedWithAWarning) {
+  TempDir dir;
+  write_fashion_mnist_like(dir.file("fm"), 16, 8);
+  const CommandResult r = convkit("train fmnist-cnn --data fashion-mnist:" + shell_quote(dir.file("fm")) +
+                                  " --epochs 1 --batch 8 --progress none --workers 100000");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("--workers 100000 is more than twice the"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("100000 workers"), std::string::npos) << r.out;
 }
 
 TEST(Cli, BenchTrainReportsThroughput) {
@@ -251,6 +264,36 @@ TEST(Cli, TrainAndEvalOnAnImageFolder) {
   EXPECT_TRUE(predict.out.find(": cats (") != std::string::npos ||
               predict.out.find(": dogs (") != std::string::npos)
       << predict.out;
+}
+
+// A model scores its own classes by index: eval on data whose class names
+// differ is refused (it would report an accuracy against the wrong labels),
+// unless --class-map says which class is which.
+TEST(Cli, EvalRefusesDataWhoseClassesDifferUnlessMapped) {
+  TempDir dir;
+  write_image_folder(dir.file("pets"), {"cats", "dogs"}, 10, 50, 60);
+  write_image_folder(dir.file("ab"), {"a", "b"}, 10, 50, 60);  // the same images, renamed classes
+  const std::string out = dir.file("run");
+  const std::string ckpt = shell_quote(out + "/last.ckpt");
+  ASSERT_EQ(convkit("train catdog-cnn --data folder:" + shell_quote(dir.file("pets")) +
+                    " --epochs 1 --batch 4 --seed 5 --progress none --out " + shell_quote(out))
+                .status,
+            0);
+  const auto accuracy = [&](const std::string& args) {
+    const CommandResult r = convkit("eval " + ckpt + " --json " + args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.status == 0 ? number(json::parse(r.last_line(), "eval output"), "test_accuracy") : -1.0;
+  };
+  const double own = accuracy("");
+  const std::string ab = "--data folder:" + shell_quote(dir.file("ab"));
+  expect_one_line_error("eval " + ckpt + " " + ab, "the data's class 'a' is not a class of checkpoint");
+  expect_one_line_error("eval " + ckpt + " " + ab, "(cats, dogs), the data has (a, b)");
+  EXPECT_NEAR(accuracy(ab + " --class-map a=cats,b=dogs"), own, 1e-9);
+  // Swapped, every label is the other class.
+  EXPECT_NEAR(accuracy(ab + " --class-map a=dogs,b=cats"), 1.0 - own, 1e-9);
+  expect_one_line_error("eval " + ckpt + " " + ab + " --class-map a=cats", "the data's class 'b'");
+  expect_one_line_error("eval " + ckpt + " " + ab + " --class-map a=cats,c=dogs", "'c' is not a class of the data");
+  expect_one_line_error("eval " + ckpt + " " + ab + " --class-map a", "is not DATA_CLASS=CHECKPOINT_CLASS");
 }
 
 }  // namespace
