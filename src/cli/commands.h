@@ -23,5 +23,7 @@ int run_train(const Args& args);
 int run_eval(const Args& args);
 int run_predict(const Args& args);
 int run_bench(const Args& args);
+int run_inspect(const Args& args);
+int run_export(const Args& args);
 
 }  // namespace convkit::cli

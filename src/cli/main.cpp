@@ -20,6 +20,9 @@ const std::vector<Command>& commands() {
        run_train},
       {"eval", "test loss and accuracy of a checkpoint: eval CHECKPOINT --data ...", run_eval},
       {"predict", "class probabilities of images: predict CHECKPOINT IMAGE...", run_predict},
+      {"inspect", "what a checkpoint holds: model, classes, optimizer, epoch, metrics", run_inspect},
+      {"export", "a checkpoint's weights as safetensors: export CHECKPOINT --safetensors OUT",
+       run_export},
       {"bench", "training throughput on synthetic data: bench train MODEL --device D ...",
        run_bench},
   };

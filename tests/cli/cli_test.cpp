@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include "convkit/io/checkpoint.h"
+#include "convkit/io/safetensors.h"
 #include "data/data_files.h"
 #include "generated_data.h"
 #include "io/json.h"
@@ -56,12 +58,12 @@ TEST(Cli, NoArgumentsPrintsUsageAndFails) {
   const CommandResult r = convkit("");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("usage: convkit"), std::string::npos);
-  for (const char* command : {"train", "eval", "predict", "bench", "summary", "devices"})
+  for (const char* command : {"train", "eval", "predict", "bench", "summary", "devices", "inspect", "export"})
     EXPECT_NE(r.err.find(command), std::string::npos) << command;
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-  for (const char* command : {"train", "eval", "predict", "bench", "summary", "devices"}) {
+  for (const char* command : {"train", "eval", "predict", "bench", "summary", "devices", "inspect", "export"}) {
     const CommandResult r = convkit(std::string(command) + " --help");
     EXPECT_EQ(r.status, 0) << command;
     EXPECT_EQ(r.out.rfind(std::string("usage: convkit ") + command, 0), 0u) << r.out;
@@ -71,7 +73,7 @@ TEST(Cli, EveryCommandHasHelp) {
 
 // main names the command once: "convkit train: unknown option ...".
 TEST(Cli, ErrorsNameTheCommandOnce) {
-  for (const char* command : {"train", "eval", "predict", "bench", "summary", "devices"}) {
+  for (const char* command : {"train", "eval", "predict", "bench", "summary", "devices", "inspect", "export"}) {
     const CommandResult r = convkit(std::string(command) + " x --bogus");
     EXPECT_EQ(r.status, 2) << command;
     EXPECT_EQ(r.err.rfind(std::string("convkit ") + command + ": ", 0), 0u) << r.err;
@@ -264,6 +266,55 @@ TEST(Cli, TrainAndEvalOnAnImageFolder) {
   EXPECT_TRUE(predict.out.find(": cats (") != std::string::npos ||
               predict.out.find(": dogs (") != std::string::npos)
       << predict.out;
+}
+
+// inspect lists what a checkpoint holds (text and --json); export writes its
+// weights as safetensors, bit for bit, under the state_dict names.
+TEST(Cli, InspectAndExportACheckpoint) {
+  TempDir dir;
+  write_fashion_mnist_like(dir.file("fm"), 32, 16);
+  const std::string out = dir.file("run");
+  ASSERT_EQ(convkit("train fmnist-cnn --data fashion-mnist:" + shell_quote(dir.file("fm")) +
+                    " --epochs 1 --batch 8 --progress none --out " + shell_quote(out))
+                .status,
+            0);
+  const std::string path = out + "/best.ckpt";
+  const io::Checkpoint ck = io::load_checkpoint(path);
+
+  const CommandResult text = convkit("inspect " + shell_quote(path));
+  ASSERT_EQ(text.status, 0) << text.err;
+  for (const std::string& part : {"model          " + ck.model_spec, std::string("weights        421642 values in 8 tensors"),
+                                 std::string("preprocessing  channels=1, resize=28x28"),
+                                 std::string("classes        10: T-shirt/top, Trouser"),
+                                 std::string("optimizer      Adam(lr=0.001"), std::string("progress       1 epochs done, step 0"),
+                                 "val_accuracy " + *ck.get_metadata("logs.val_accuracy"),
+                                 std::string("metadata       zoo = fmnist-cnn")})
+    EXPECT_NE(text.out.find(part), std::string::npos) << "lacks '" << part << "' in\n" << text.out;
+
+  const CommandResult js = convkit("inspect --json " + shell_quote(path));
+  ASSERT_EQ(js.status, 0) << js.err;
+  const json::Value v = json::parse(js.last_line(), "inspect output");
+  EXPECT_EQ(string_of(v, "model_spec"), ck.model_spec);
+  EXPECT_EQ(number(v, "parameters"), 421642);
+  EXPECT_EQ(number(v, "epoch"), 1);
+  EXPECT_EQ(v.find("classes")->items.size(), 10u);
+  EXPECT_EQ(number(*v.find("metrics"), "val_accuracy"), std::stod(*ck.get_metadata("logs.val_accuracy")));
+  EXPECT_EQ(string_of(*v.find("metadata"), "monitor"), "val_accuracy");
+
+  const std::string st = dir.file("weights.safetensors");
+  const CommandResult exported = convkit("export " + shell_quote(path) + " --safetensors " + shell_quote(st));
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  const io::SafetensorsFile file = io::load_safetensors(st);
+  ASSERT_EQ(file.tensors.size(), ck.model_state.size());
+  for (std::size_t i = 0; i < file.tensors.size(); ++i) {
+    EXPECT_EQ(file.tensors[i].first, ck.model_state[i].first);
+    EXPECT_EQ(file.tensors[i].second.shape(), ck.model_state[i].second.shape());
+    EXPECT_EQ(file.tensors[i].second.to_vector<float>(), ck.model_state[i].second.to_vector<float>());
+  }
+  EXPECT_EQ(file.metadata.at("format"), "pt");
+  EXPECT_EQ(file.metadata.at("convkit_model_spec"), ck.model_spec);
+  expect_one_line_error("export " + shell_quote(path), "--safetensors OUT is required");
+  expect_one_line_error("inspect " + shell_quote(dir.file("none.ckpt")), "none.ckpt");
 }
 
 // A model scores its own classes by index: eval on data whose class names
