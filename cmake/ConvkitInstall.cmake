@@ -16,3 +16,8 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/convkitConfigVersion.cmak
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/convkitConfig.cmake ${PROJECT_BINARY_DIR}/convkitConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/convkit)
+# For builds without CMake; relocatable (see the file): the way up from
+# LIBDIR/pkgconfig to the prefix, "../.." or, for a multiarch LIBDIR, "../../..".
+file(RELATIVE_PATH convkit_pc_to_prefix /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/convkit.pc.in ${PROJECT_BINARY_DIR}/convkit.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/convkit.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
