@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdio>  // before jpeglib.h, which uses FILE and size_t without including them
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <new>
 
 #include <jpeglib.h>
@@ -41,6 +43,8 @@ void format_too_large(Message& text, std::uint64_t width, std::uint64_t height) 
 }
 
 struct Decoded {
+  bool header_only = false;  // stop after the size and format checks (probe_image)
+  std::uint64_t file_size = 0;  // the whole file's, when only its head is at hand
   std::uint32_t width = 0, height = 0;
   std::vector<std::uint8_t> rgb;  // interleaved, height * width * 3
   bool failed = false;
@@ -115,11 +119,17 @@ void decode_png_into(PngState* st) {
   // a filter byte and its samples) must fit in the file at deflate's best.
   const std::uint64_t row_bits = std::uint64_t{width} * png_get_channels(png, info) * static_cast<unsigned>(depth);
   const std::uint64_t filtered = std::uint64_t{height} * (1 + (row_bits + 7) / 8);
-  if (filtered > kMaxDeflateRatio * st->size) {
-    std::snprintf(text, sizeof text, "a %ux%u image needs %llu bytes of rows, more than a %zu-byte file can hold",
+  const std::uint64_t file_size = std::max<std::uint64_t>(st->size, st->out->file_size);
+  if (filtered > kMaxDeflateRatio * file_size) {
+    std::snprintf(text, sizeof text, "a %ux%u image needs %llu bytes of rows, more than a %llu-byte file can hold",
                   static_cast<unsigned>(width), static_cast<unsigned>(height),
-                  static_cast<unsigned long long>(filtered), st->size);
+                  static_cast<unsigned long long>(filtered), static_cast<unsigned long long>(file_size));
     png_error(png, text);
+  }
+  if (st->out->header_only) {
+    st->out->width = width;
+    st->out->height = height;
+    return;
   }
   // To 8-bit RGB the way PIL's convert("RGB") does: high byte of 16-bit
   // samples, palettes expanded, gray repeated, alpha ignored. A tRNS chunk
@@ -216,6 +226,11 @@ void decode_jpeg_into(JpegState* st, const std::uint8_t* data) {
   if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK) {
     jpeg_fail(st, "CMYK JPEG images are not supported");
   }
+  if (st->out->header_only) {
+    st->out->width = cinfo->image_width;
+    st->out->height = cinfo->image_height;
+    return;
+  }
   cinfo->out_color_space = JCS_RGB;  // from gray and YCbCr alike
   jpeg_start_decompress(cinfo);
   if (cinfo->output_components != 3) jpeg_fail(st, "unexpected component count");
@@ -253,25 +268,62 @@ void decode_jpeg(const std::uint8_t* data, std::size_t size, Decoded* out) {
   jpeg_destroy_decompress(&st.cinfo);
 }
 
-}  // namespace
-
-Tensor decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+// Decodes `bytes` into `decoded` (or only its header), throwing Error naming
+// the file and the byte offset where decoding failed.
+void decode_or_fail(const std::uint8_t* data, std::size_t size, const std::string& name, Decoded& decoded) {
   static constexpr std::uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  Decoded decoded;
   const char* format = nullptr;
-  if (bytes.size() >= 8 && std::memcmp(bytes.data(), kPng, 8) == 0) {
+  if (size >= 8 && std::memcmp(data, kPng, 8) == 0) {
     format = "PNG";
-    decode_png(bytes.data(), bytes.size(), &decoded);
-  } else if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) {
+    decode_png(data, size, &decoded);
+  } else if (size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) {
     format = "JPEG";
-    decode_jpeg(bytes.data(), bytes.size(), &decoded);
+    decode_jpeg(data, size, &decoded);
   } else {
     CK_FAIL("image '", name, "': not a PNG or JPEG file (first bytes ",
-            detail::hex_bytes(bytes.data(), std::min<std::size_t>(bytes.size(), 8)),
-            ") at byte offset 0");
+            detail::hex_bytes(data, std::min<std::size_t>(size, 8)), ") at byte offset 0");
   }
   CK_CHECK(!decoded.failed, "image '", name, "': ", format, " decoding failed (", decoded.message,
            ") at byte offset ", decoded.fail_offset);
+}
+
+}  // namespace
+
+ImageHeader probe_image(const std::string& path) {
+  // The header sits in the first bytes, except behind large JPEG metadata
+  // (EXIF thumbnails, ICC profiles): then the whole file is read.
+  constexpr std::size_t kHead = 64 << 10;
+  std::error_code ec;
+  const std::uint64_t file_size = std::filesystem::file_size(path, ec);
+  CK_CHECK(!ec, "image '", path, "': cannot read it: ", ec.message());
+  std::vector<std::uint8_t> head(std::min<std::uint64_t>(file_size, kHead));
+  {
+    std::ifstream in(path, std::ios::binary);
+    in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+    CK_CHECK(in.gcount() == static_cast<std::streamsize>(head.size()), "image '", path, "': cannot read its first ",
+             head.size(), " bytes");
+  }
+  Decoded decoded;
+  decoded.header_only = true;
+  decoded.file_size = file_size;
+  if (head.size() < file_size) {
+    try {
+      decode_or_fail(head.data(), head.size(), path, decoded);
+      return {decoded.width, decoded.height};
+    } catch (const Error&) {
+      head = detail::read_raw(path, "image");  // the header may end further in
+      decoded = Decoded{};
+      decoded.header_only = true;
+      decoded.file_size = file_size;
+    }
+  }
+  decode_or_fail(head.data(), head.size(), path, decoded);
+  return {decoded.width, decoded.height};
+}
+
+Tensor decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+  Decoded decoded;
+  decode_or_fail(bytes.data(), bytes.size(), name, decoded);
   const std::int64_t h = decoded.height, w = decoded.width;
   Tensor image = Tensor::empty(Shape{3, h, w}, TensorOptions(DType::float32));
   float* out = image.data<float>();

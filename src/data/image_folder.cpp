@@ -63,6 +63,15 @@ ImageFolder::ImageFolder(const std::string& root, ImageFolderOptions options)
   }
   CK_CHECK(!files_.empty(), "ImageFolder: no .png, .jpg or .jpeg files under '", root, "' (",
            class_dirs.size(), " class folders)");
+  if (options_.check_headers) {
+    for (const std::string& file : files_) {
+      try {
+        probe_image(file);
+      } catch (const Error& e) {
+        CK_FAIL("ImageFolder '", root, "': ", e.what());
+      }
+    }
+  }
 }
 
 const std::string& ImageFolder::path(std::int64_t index) const {

@@ -231,6 +231,46 @@ TEST(ImageFolder, ResizeOnLoad) {
             (std::vector<float>{0, 25, 75, 100, 0, 10, 30, 40, 0, 50, 150, 200}));
 }
 
+// probe_image reads the header alone: what it refuses, decoding refuses too,
+// and a file whose pixel data alone is corrupt passes it (get() finds that).
+TEST(ImageProbe, HeaderSizesAndErrorsWithoutThePixels) {
+  TempDir dir;
+  const Bytes png = png_bytes(8, 6, 3, rgb_samples(8, 6, 3));
+  write_bytes(dir.file("ok.png"), png);
+  EXPECT_EQ(data::probe_image(dir.file("ok.png")).width, 8u);
+  EXPECT_EQ(data::probe_image(dir.file("ok.png")).height, 6u);
+  Bytes crc = png;
+  crc[png.size() - 20] ^= 0xff;  // inside IDAT
+  write_bytes(dir.file("pixels.png"), crc);
+  EXPECT_EQ(data::probe_image(dir.file("pixels.png")).height, 6u);
+  EXPECT_ERROR_MENTIONS(data::load_image(dir.file("pixels.png")), "PNG");
+  write_bytes(dir.file("cut.png"), Bytes(png.begin(), png.begin() + 20));
+  EXPECT_ERROR_MENTIONS(data::probe_image(dir.file("cut.png")), dir.file("cut.png"), "PNG", "byte offset 20");
+  Bytes big = png_signature_and_header(8192, 8192, 2);
+  for (const Bytes& chunk : {png_chunk("IDAT", {0x78, 0x9c, 0x63, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01}),
+                             png_chunk("IEND", {})})
+    big.insert(big.end(), chunk.begin(), chunk.end());
+  write_bytes(dir.file("big.png"), big);
+  EXPECT_ERROR_MENTIONS(data::probe_image(dir.file("big.png")), "more than a 66-byte file can hold");
+  write_bytes(dir.file("text.jpg"), Bytes{'h', 'i'});
+  EXPECT_ERROR_MENTIONS(data::probe_image(dir.file("text.jpg")), "not a PNG or JPEG");
+  EXPECT_ERROR_MENTIONS(data::probe_image(dir.file("absent.png")), dir.file("absent.png"));
+
+  // A JPEG whose header starts 100 KB in, behind large APP segments (as EXIF
+  // thumbnails put it): the first 64 KiB are not enough, the whole file is.
+  const Bytes jpg = jpeg_bytes(16, 8, 3, rgb_samples(16, 8, 3));
+  Bytes padded(jpg.begin(), jpg.begin() + 2);  // SOI
+  for (int k = 0; k < 2; ++k) {
+    const std::size_t n = 50000;  // segment length, its two length bytes included
+    padded.insert(padded.end(), {0xFF, 0xE1, static_cast<std::uint8_t>(n >> 8), static_cast<std::uint8_t>(n & 0xff)});
+    padded.insert(padded.end(), n - 2, 0);
+  }
+  padded.insert(padded.end(), jpg.begin() + 2, jpg.end());
+  write_bytes(dir.file("exif.jpg"), padded);
+  EXPECT_EQ(data::probe_image(dir.file("exif.jpg")).width, 16u);
+  EXPECT_EQ(data::load_image(dir.file("exif.jpg")).shape(), (Shape{3, 8, 16}));
+}
+
 TEST(ImageFolderErrors, MissingEmptyAndCorrupt) {
   TempDir dir;
   EXPECT_ERROR_MENTIONS(data::ImageFolder(dir.file("none")), "not a directory");
@@ -238,7 +278,12 @@ TEST(ImageFolderErrors, MissingEmptyAndCorrupt) {
   std::filesystem::create_directories(dir.file("a"));
   EXPECT_ERROR_MENTIONS(data::ImageFolder(dir.path()), "no .png, .jpg or .jpeg files");
   write_bytes(dir.file("a/bad.jpg"), Bytes{0xFF, 0xD8, 0xFF, 0xE0, 0, 16});
-  const data::ImageFolder ds(dir.path());
+  // Found when the folder is indexed, not partway through an epoch.
+  EXPECT_ERROR_MENTIONS(data::ImageFolder(dir.path()), "ImageFolder '" + dir.path() + "'",
+                        dir.file("a/bad.jpg"), "JPEG", "byte offset");
+  data::ImageFolderOptions unchecked;
+  unchecked.check_headers = false;
+  const data::ImageFolder ds(dir.path(), unchecked);
   EXPECT_ERROR_MENTIONS(ds.get(0), dir.file("a/bad.jpg"), "JPEG", "byte offset");
   data::ImageFolderOptions half;
   half.height = 4;

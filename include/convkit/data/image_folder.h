@@ -23,12 +23,26 @@ Tensor load_image(const std::string& path);
 // Same, from bytes in memory; `name` is used in error messages.
 Tensor decode_image(const std::vector<std::uint8_t>& bytes, const std::string& name);
 
+// The size of a PNG or JPEG file, from its header alone: the signature, the
+// header chunks and the same size limits as decoding, without the pixels
+// (a file whose header is sound may still hold corrupt pixel data).
+// Throws Error naming the file and the byte offset, as load_image does.
+struct ImageHeader {
+  std::uint32_t width = 0, height = 0;
+};
+ImageHeader probe_image(const std::string& path);
+
 struct ImageFolderOptions {
   // Resize every image to height x width on load (Keras' target_size).
   // Without one, images keep their sizes and batching needs a
   // Preprocessing::resize.
   std::int64_t height = 0, width = 0;
   Interpolation interpolation = Interpolation::bilinear;
+  // Probe every file's header when the folder is indexed, so a file that is
+  // not an image, or a truncated or oversized one, is an Error before
+  // training starts rather than partway through an epoch. It reads the head
+  // of each file once; turn it off for a folder already known to be sound.
+  bool check_headers = true;
 };
 
 class ImageFolder final : public Dataset {
