@@ -72,7 +72,7 @@ def plot(out_dir):
     lines = ", ".join(
         f"'{c}' using ($1/60):($2/1024) with linespoints title '{os.path.basename(c)[:-4]}'" for c in csvs)
     script = (f"set terminal png size 900,500\nset output '{os.path.join(out_dir, 'soak.png')}'\n"
-              "set datafile separator ','\nset key top left\nset grid\n"
+              "set datafile separator ','\nset key bottom right\nset grid\n"
               "set xlabel 'minutes'\nset ylabel 'resident memory (MiB)'\nset yrange [0:*]\n"
               "set title 'convkit train: resident memory during a soak run'\n"
               f"plot {lines}\n")

@@ -65,7 +65,7 @@ constexpr const char* kTrainUsage =
     "  --seed S          seed of the weights, shuffles and augmentation (1)\n"
     "  --limit N         train on N images (a seeded subset); --test-limit N likewise\n"
     "  --no-validation   skip the validation pass after each epoch\n"
-    "  --out DIR         write log.csv, last.ckpt, best.ckpt (and profile.txt)\n"
+    "  --out DIR         write log.csv, log.jsonl, last.ckpt, best.ckpt (and profile.txt)\n"
     "  --resume CKPT     continue the run that saved CKPT (its last.ckpt) with the same options;\n"
     "                    SIGINT or SIGTERM stops a run at the end of a step and saves last.ckpt\n"
     "  --profile         per-layer forward/backward times\n"
@@ -173,6 +173,8 @@ int run_train(const Args& args) {
     create_output_dir(*out_dir);
     fit.callbacks.push_back(std::make_shared<train::CSVLogger>(
         (std::filesystem::path(*out_dir) / "log.csv").string(), resume.has_value()));
+    fit.callbacks.push_back(std::make_shared<train::JsonLinesLogger>(
+        (std::filesystem::path(*out_dir) / "log.jsonl").string(), resume.has_value()));
     train::ModelCheckpointOptions ck;
     ck.directory = *out_dir;
     ck.monitor = fit.validation ? "val_accuracy" : "accuracy";

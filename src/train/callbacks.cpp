@@ -1,15 +1,18 @@
 #include "convkit/train/callbacks.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "convkit/autograd/grad_mode.h"
 #include "convkit/core/error.h"
 #include "convkit/nn/module.h"
 #include "convkit/optim/lr_scheduler.h"
 #include "convkit/optim/optimizer.h"
+#include "io/json.h"
 
 namespace convkit::train {
 
@@ -92,6 +95,33 @@ void CSVLogger::on_epoch_end(std::int64_t epoch, const EpochLogs& logs, TrainCon
 void CSVLogger::on_train_end(TrainContext&) {
   file_.close();
   began_ = false;
+}
+
+// ---- JsonLinesLogger
+
+JsonLinesLogger::JsonLinesLogger(std::string path, bool append) : path_(std::move(path)), append_(append) {
+  CK_CHECK(!path_.empty(), "JsonLinesLogger: empty path");
+}
+
+void JsonLinesLogger::on_train_begin(TrainContext&) {
+  std::error_code ignored;  // as CSVLogger: the old log goes now, the new one comes with its first line
+  if (!append_) std::filesystem::remove(path_, ignored);
+}
+
+void JsonLinesLogger::on_epoch_end(std::int64_t epoch, const EpochLogs& logs, TrainContext&) {
+  std::string line = "{\"epoch\": " + std::to_string(epoch + 1);
+  for (const auto& [name, value] : logs.values) {
+    line += ", ";
+    line += io::json::quote(name);
+    line += ": ";
+    line += std::isfinite(value) ? format_value(value) : "null";
+  }
+  line += "}\n";
+  std::ofstream file(path_, std::ios::app);
+  CK_CHECK(file.is_open(), "JsonLinesLogger: cannot open '", path_, "' for writing: ", std::strerror(errno));
+  file << line;
+  file.flush();
+  CK_CHECK(file.good(), "JsonLinesLogger: writing '", path_, "' failed: ", std::strerror(errno));
 }
 
 // ---- ModelCheckpoint

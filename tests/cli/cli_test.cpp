@@ -195,7 +195,7 @@ TEST(Cli, TrainEvalPredictOnGeneratedIdx) {
   EXPECT_EQ(number(history->items[1], "epoch"), 2);
   EXPECT_EQ(number(history->items[1], "lr"), 0.0005);  // cosine over 2 epochs: half way
 
-  for (const char* f : {"last.ckpt", "best.ckpt", "log.csv", "profile.txt"})
+  for (const char* f : {"last.ckpt", "best.ckpt", "log.csv", "log.jsonl", "profile.txt"})
     EXPECT_TRUE(std::filesystem::exists(out + "/" + f)) << f;
 
   const std::string ckpt = shell_quote(out + "/last.ckpt");

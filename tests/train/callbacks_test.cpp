@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "io/json.h"
 #include "train_fixtures.h"
 
 namespace convkit {
@@ -62,6 +63,32 @@ TEST(CSVLogger, OneFlushedRowPerEpochAndAppend) {
   EXPECT_THROW(train::CSVLogger(""), Error);
   o.callbacks = {std::make_shared<train::CSVLogger>(dir.file("no/such/dir/log.csv"))};
   EXPECT_ERROR_MENTIONS(train::fit(*model, opt, loader, o), "cannot open");
+}
+
+TEST(JsonLinesLogger, OneParseableObjectPerEpoch) {
+  TempDir dir;
+  const std::string path = dir.file("log.jsonl");
+  auto model = small_cnn(4);
+  data::DataLoader loader(quadrant_dataset(16, 4, 1), loader_options(8));
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.01));
+  train::FitOptions o = quiet(2);
+  o.callbacks = {std::make_shared<train::JsonLinesLogger>(path)};
+  const train::History h = train::fit(*model, opt, loader, o);
+  auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 2u);
+  for (std::size_t e = 0; e < 2; ++e) {
+    const io::json::Value v = io::json::parse(lines[e], "log line");
+    EXPECT_EQ(v.find("epoch")->text, std::to_string(e + 1));
+    EXPECT_EQ(std::stod(v.find("loss")->text), h.epochs[e].at("loss"));  // %.17g round-trips
+    EXPECT_EQ(std::stod(v.find("accuracy")->text), h.epochs[e].at("accuracy"));
+  }
+  o.epochs = 1;
+  o.callbacks = {std::make_shared<train::JsonLinesLogger>(path, /*append=*/true)};
+  train::fit(*model, opt, loader, o);
+  EXPECT_EQ(read_lines(path).size(), 3u);
+  o.callbacks = {std::make_shared<train::JsonLinesLogger>(path)};  // starts afresh
+  train::fit(*model, opt, loader, o);
+  EXPECT_EQ(read_lines(path).size(), 1u);
 }
 
 TEST(ModelCheckpoint, SavesLastAndBestWithPreprocessing) {

@@ -78,6 +78,21 @@ class CSVLogger : public Callback {
   std::vector<std::string> columns_;  // empty until the header is known
 };
 
+// Appends one JSON object per epoch to a file (JSON Lines): {"epoch": 1-based,
+// then every value in the epoch's logs}, flushed after each, as CSVLogger
+// does; non-finite values are written as null. scripts/plot_history.py turns
+// the file into loss and accuracy curves. append: keep an existing file's lines.
+class JsonLinesLogger : public Callback {
+ public:
+  explicit JsonLinesLogger(std::string path, bool append = false);
+  void on_train_begin(TrainContext&) override;
+  void on_epoch_end(std::int64_t epoch, const EpochLogs& logs, TrainContext&) override;
+
+ private:
+  std::string path_;
+  bool append_;
+};
+
 struct ModelCheckpointOptions {
   std::string directory;             // created if missing
   std::string monitor = "val_loss";  // a name in the epoch logs
