@@ -21,7 +21,9 @@
 // s*dw, so B's entry is dy at p = (h + pad_top - r*dh) / sh when that divides
 // exactly and lands inside, else 0. Stride, dilation and padding all go
 // through that one test; no flipped filter and no scatter (and so no atomics)
-// are needed.
+// are needed. The price is at stride > 1: all but 1/(sh*sw) of the taps
+// gathered meet a zero and are multiplied anyway, so the im2col_gemm
+// algorithm runs strided backward-data on the explicit path (v1).
 //
 // The floor, per pass (every pass does the same multiply-adds):
 //   FLOPs  2 * N * K * Cg * R * S * P * Q  (Conv2dDesc::flops()).
@@ -323,7 +325,10 @@ Split weight_split(DType dtype, const Conv2dDesc& d) {
   const std::int64_t depth = d.C_per_group() * d.R * d.S;
   const std::int64_t tiles =
       ceil_div(d.K_per_group(), tiled::kTileM) * ceil_div(depth, tiled::kTileN) * d.groups;
-  std::int64_t slices = std::min({ceil_div(kTargetBlocks, tiles), k_total / kMinSliceLen, kMaxSlices});
+  // The partials are indexed with 32 bits too.
+  const std::int64_t index_cap = kIndexLimit / std::max<std::int64_t>(d.K * depth, 1);
+  std::int64_t slices =
+      std::min({ceil_div(kTargetBlocks, tiles), k_total / kMinSliceLen, kMaxSlices, index_cap});
   const std::size_t per_slice = static_cast<std::size_t>(d.K * depth) * dtype_size(dtype);
   while (slices > 1 && static_cast<std::size_t>(slices) * per_slice > d.workspace_limit) --slices;
   slices = std::max<std::int64_t>(slices, 1);
@@ -395,9 +400,7 @@ std::string conv2d_implicit_gemm_cannot_implement(DType dtype, const Conv2dDesc&
   }
   const std::int64_t largest = std::max({d.N * d.C * d.H * d.W, d.N * d.K * d.P() * d.Q(),
                                          d.K * d.C_per_group() * d.R * d.S, d.N * d.P() * d.Q()});
-  // The split-K partials of backward-weights are indexed too: at most
-  // kMaxSlices copies of dw.
-  if (largest > kIndexLimit || d.K * d.C_per_group() * d.R * d.S * kMaxSlices > kIndexLimit)
+  if (largest > kIndexLimit)
     return detail::concat("a tensor of ", largest, " elements needs 64-bit indices (the kernels index with 32 bits)");
   if (d.groups > kMaxGridY) return detail::concat(d.groups, " groups exceed the grid's y limit of ", kMaxGridY);
   return {};

@@ -146,6 +146,33 @@ TEST(ImplicitGemm, TiledVersionIsRightUnderOtherThreadOrders) {
 }
 #endif
 
+// The algorithm runs strided backward-data on the explicit path, so the
+// kernels' own stride handling (the divisibility test of the gather) is
+// checked here by launching them directly.
+TEST(ImplicitGemm, StridedBackwardDataKernelsMatchTheReference) {
+  using cpu::testing::all_within;
+  using cpu::testing::tolerances;
+  for (const ConvCase& c : cases()) {
+    const Conv2dDesc& d = c.desc;
+    if (d.stride_h == 1 && d.stride_w == 1) continue;
+    const CaseData& data = case_data(d);
+    for (int version : {kernels::kImplicitGemmSimpleVersion, kernels::kImplicitGemmTiledVersion}) {
+      const std::size_t bytes =
+          kernels::conv2d_implicit_gemm_workspace_bytes(DType::float32, d, ConvPass::backward_data, version);
+      const Tensor ws = bytes > 0 ? empty({static_cast<std::int64_t>((bytes + 3) / 4)},
+                                          TensorOptions().device(kernel_device()))
+                                  : Tensor();
+      const Tensor dy = device_tensor<float>(data.in.dy), w = device_tensor<float>(data.in.w);
+      const Tensor dx = garbage<float>(x_size(d));
+      kernels::launch_conv2d_implicit_gemm_backward_data(DType::float32, d, dy.raw_data(), w.raw_data(),
+                                                         dx.raw_data(), ws.defined() ? ws.raw_data() : nullptr,
+                                                         version);
+      EXPECT_TRUE(all_within(dx.to_vector<float>(), data.dx.value, tolerances<float>(ConvAlgo::im2col_gemm, data.dx)))
+          << c.name << " v" << version;
+    }
+  }
+}
+
 // The split of backward-weights is fixed by the descriptor: two runs (and a
 // run under another thread order) give the same bits.
 TEST(ImplicitGemm, SplitKBackwardWeightsIsDeterministic) {
