@@ -21,9 +21,11 @@
 // s*dw, so B's entry is dy at p = (h + pad_top - r*dh) / sh when that divides
 // exactly and lands inside, else 0. Stride, dilation and padding all go
 // through that one test; no flipped filter and no scatter (and so no atomics)
-// are needed. The price is at stride > 1: all but 1/(sh*sw) of the taps
-// gathered meet a zero and are multiplied anyway, so the im2col_gemm
-// algorithm runs strided backward-data on the explicit path (v1).
+// are needed. At stride > 1 most taps would meet a zero: a pixel h is reached
+// only by the taps r with r*dh = h + pad_top (mod sh). So backward-data runs
+// one product per stride phase (h + pad_top mod sh, and the same along w):
+// the phase's pixels as columns, only the taps that reach them in K. The
+// phases' K sum to the filter's taps, so no multiply-add is wasted.
 //
 // The floor, per pass (every pass does the same multiply-adds):
 //   FLOPs  2 * N * K * Cg * R * S * P * Q  (Conv2dDesc::flops()).
@@ -144,6 +146,14 @@ struct ForwardProblem {
   }
 };
 
+// The output rows h of one stride phase, those with (h + pad) mod stride ==
+// a, and the taps r that reach them: r*dil mod stride == a. Those taps are
+// an arithmetic progression; at stride 1 the one phase holds every row and tap.
+struct StridePhase {
+  int first, count;               // rows first, first + stride, ... (count of them)
+  int tap_first, tap_step, taps;  // taps tap_first, tap_first + tap_step, ... (taps of them)
+};
+
 template <typename T>
 struct BackwardDataProblem {
   static constexpr bool kBAlongK = false;
@@ -152,24 +162,45 @@ struct BackwardDataProblem {
   const T* w;
   const T* wt;  // w transposed per group to [g][c][kk*R*S + rs], or null: read w in place
   T* dx;
-  int M, cols, depth;  // depth = Kg*R*S
+  StridePhase ph, pw;  // this launch's phase along h and along w
+  int M, cols, depth;  // cols = N * ph.count * pw.count, depth = Kg * ph.taps * pw.taps
 
+  // k = (kk, jr, js): input channel kk, the jr-th and js-th taps of the phase.
+  __device__ __forceinline__ void tap(int k, int& kk, int& r, int& s) const {
+    const int per = ph.taps * pw.taps;
+    kk = k / per;
+    const int t = k - kk * per, jr = t / pw.taps, js = t - jr * pw.taps;
+    r = ph.tap_first + jr * ph.tap_step;
+    s = pw.tap_first + js * pw.tap_step;
+  }
+  // col = (n, i, j): image n, the i-th row and j-th column of the phase.
+  __device__ __forceinline__ void pixel(int col, int& n, int& h, int& x) const {
+    const int plane = ph.count * pw.count;
+    n = col / plane;
+    const int t = col - n * plane, i = t / pw.count;
+    h = ph.first + i * g.sh;
+    x = pw.first + (t - i * pw.count) * g.sw;
+  }
   __device__ __forceinline__ T a(int grp, int c, int k) const {
-    if (wt != nullptr) return wt[(grp * g.Cg + c) * depth + k];
-    const int kk = k / g.RS, rs = k - kk * g.RS;
-    return w[((grp * g.Kg + kk) * g.Cg + c) * g.RS + rs];
+    int kk, r, s;
+    tap(k, kk, r, s);
+    if (wt != nullptr) return wt[(grp * g.Cg + c) * g.Kg * g.RS + kk * g.RS + r * g.S + s];
+    return w[((grp * g.Kg + kk) * g.Cg + c) * g.RS + r * g.S + s];
   }
   __device__ __forceinline__ T b(int grp, int k, int col) const {
-    const int n = col / g.HW, hw = col - n * g.HW, h = hw / g.W, x = hw - h * g.W;
-    const int kk = k / g.RS, rs = k - kk * g.RS, r = rs / g.S, s = rs - r * g.S;
-    const int hp = h + g.pt - r * g.dh, wp = x + g.pl - s * g.dw;  // p * sh and q * sw when tap (r, s) hits
-    if (hp < 0 || wp < 0 || hp % g.sh != 0 || wp % g.sw != 0) return T(0);
+    int n, h, x, kk, r, s;
+    pixel(col, n, h, x);
+    tap(k, kk, r, s);
+    // The phase makes both exact multiples of the stride: p * sh and q * sw.
+    const int hp = h + g.pt - r * g.dh, wp = x + g.pl - s * g.dw;
+    if (hp < 0 || wp < 0) return T(0);
     const int p = hp / g.sh, q = wp / g.sw;
     return (p < g.P && q < g.Q) ? dy[((n * g.K + grp * g.Kg + kk) * g.P + p) * g.Q + q] : T(0);
   }
   __device__ __forceinline__ void store(int grp, int c, int col, int, T acc) const {
-    const int n = col / g.HW, hw = col - n * g.HW;
-    dx[(n * g.C + grp * g.Cg + c) * g.HW + hw] = acc;
+    int n, h, x;
+    pixel(col, n, h, x);
+    dx[((n * g.C + grp * g.Cg + c) * g.H + h) * g.W + x] = acc;
   }
 };
 
@@ -339,6 +370,20 @@ Split weight_split(DType dtype, const Conv2dDesc& d) {
   return s;
 }
 
+StridePhase stride_phase(int a, int stride, int pad, int dil, int taps, int extent) {
+  StridePhase ph{};
+  ph.first = ((a - pad) % stride + stride) % stride;
+  ph.count = ph.first < extent ? (extent - ph.first + stride - 1) / stride : 0;
+  ph.tap_step = 1;
+  for (int r = 0; r < taps; ++r) {
+    if (r * dil % stride != a) continue;
+    if (ph.taps == 0) ph.tap_first = r;
+    if (ph.taps == 1) ph.tap_step = r - ph.tap_first;
+    ++ph.taps;
+  }
+  return ph;
+}
+
 bool transposes_filter(DType dtype, const Conv2dDesc& d) {
   return static_cast<std::size_t>(d.K * d.C_per_group() * d.R * d.S) * dtype_size(dtype) <= d.workspace_limit;
 }
@@ -453,9 +498,18 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
       launch(transpose_filter_kernel<T>, dim3(shape.blocks), dim3(shape.threads), 0, nullptr,
              static_cast<const T*>(w), wt, g, total);
     }
-    const BackwardDataProblem<T> pb{g, static_cast<const T*>(dy), static_cast<const T*>(w), wt,
-                                    static_cast<T*>(dx), g.Cg, g.N * g.HW, g.Kg * g.RS};
-    run_problem<T>(pb, static_cast<int>(d.groups), version);
+    // One product per stride phase: sh * sw launches, each over only the taps
+    // that reach its pixels (a phase no tap reaches gets zeros).
+    for (int a = 0; a < g.sh; ++a)
+      for (int b = 0; b < g.sw; ++b) {
+        const StridePhase ph = stride_phase(a, g.sh, g.pt, g.dh, g.R, g.H);
+        const StridePhase pw = stride_phase(b, g.sw, g.pl, g.dw, g.S, g.W);
+        if (ph.count == 0 || pw.count == 0) continue;
+        const BackwardDataProblem<T> pb{g,  static_cast<const T*>(dy), static_cast<const T*>(w), wt,
+                                        static_cast<T*>(dx), ph, pw, g.Cg, g.N * ph.count * pw.count,
+                                        g.Kg * ph.taps * pw.taps};
+        run_problem<T>(pb, static_cast<int>(d.groups), version);
+      }
   });
 }
 

@@ -31,7 +31,7 @@
 // the batch folded into the product, and a workspace of at most the split-K
 // partials of backward-weights (or backward-data's transposed filter). A
 // descriptor the implicit kernels cannot index (a tensor of 2^31 elements or
-// more), and strided backward-data, run the explicit path whatever the version.
+// more) runs the explicit path whatever the version.
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -100,17 +100,12 @@ std::int64_t plan_chunk(const Conv2dDesc& d, ConvPass pass, std::size_t elem) {
 }
 
 
-// The implicit version that runs `pass` of `d` in `dtype` (2 or 3), or 0 for
-// the explicit path: the family's choice when it can. Strided backward-data
-// stays explicit: the implicit gather multiplies every tap, and at stride
-// sh x sw all but 1/(sh*sw) of them meet a zero (resnet18-cifar's stride-2
-// layer3.conv1 counts 4x the FMAs, an estimated 10.6 us against the explicit
-// path's 5.2 us; docs/algorithms/im2col_gemm.md).
-int implicit_version(const Conv2dDesc& d, DType dtype, ConvPass pass) {
+// The implicit version that runs `d` in `dtype` (2 or 3), or 0 for the
+// explicit path: the family's choice when it can.
+int implicit_version(const Conv2dDesc& d, DType dtype) {
   register_conv2d_implicit_gemm_family();
   const int v = kernel_version("conv2d_implicit_gemm");
   if (v == kImplicitGemmExplicitVersion) return 0;
-  if (pass == ConvPass::backward_data && (d.stride_h > 1 || d.stride_w > 1)) return 0;
   return conv2d_implicit_gemm_cannot_implement(dtype, d, v).empty() ? v : 0;
 }
 
@@ -165,7 +160,7 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
   std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const override {
     desc.validate(op_name(pass).c_str());
     CK_CHECK(is_floating(dtype), op_name(pass), ": dtype ", dtype, " is not supported (float32 or float64)");
-    if (const int v = implicit_version(desc, dtype, pass))
+    if (const int v = implicit_version(desc, dtype))
       return conv2d_implicit_gemm_workspace_bytes(dtype, desc, pass, v);
     const std::size_t elem = dtype_size(dtype);
     return carve(GemmShape(desc), pass, plan_chunk(desc, pass, elem), elem, nullptr).bytes;
@@ -174,7 +169,7 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
   void forward(const Conv2dDesc& d, DType dtype, const void* x, const void* w, const void* b, void* y,
                void* workspace) const override {
     check_call(d, ConvPass::forward, dtype, {x, w, y}, workspace, workspace_bytes(d, dtype, ConvPass::forward));
-    if (const int v = implicit_version(d, dtype, ConvPass::forward)) {
+    if (const int v = implicit_version(d, dtype)) {
       launch_conv2d_implicit_gemm_forward(dtype, d, x, w, b, y, v);
       return;
     }
@@ -201,7 +196,7 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
                      void* workspace) const override {
     check_call(d, ConvPass::backward_data, dtype, {dy, w, dx}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_data));
-    if (const int v = implicit_version(d, dtype, ConvPass::backward_data)) {
+    if (const int v = implicit_version(d, dtype)) {
       launch_conv2d_implicit_gemm_backward_data(dtype, d, dy, w, dx, workspace, v);
       return;
     }
@@ -243,7 +238,7 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
                         void* workspace) const override {
     check_call(d, ConvPass::backward_weights, dtype, {x, dy, dw}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_weights));
-    if (const int v = implicit_version(d, dtype, ConvPass::backward_weights)) {
+    if (const int v = implicit_version(d, dtype)) {
       launch_conv2d_implicit_gemm_backward_weights(dtype, d, x, dy, dw, workspace, v);
       if (db != nullptr) launch_bias_grad(dtype, dy, d.N, d.K, d.P() * d.Q(), db);
       return;
