@@ -24,14 +24,24 @@
 // for the first chunk, 1 after), and a last kernel adds the slots up in slot
 // order. That splits the reduction over images across blocks, in an order
 // fixed by the descriptor, so results are deterministic.
+//
+// All of that is the explicit path, version 1 of the conv2d_implicit_gemm
+// family. Versions 2 and 3 (the default) run each pass as one implicit GEMM
+// per group (kernels/conv2d_implicit_gemm.cuh): no column matrix, no chunks,
+// the batch folded into the product, and a workspace of at most the split-K
+// partials of backward-weights (or backward-data's transposed filter). A
+// descriptor the implicit kernels cannot index (a tensor of 2^31 elements or
+// more) runs the explicit path whatever the version.
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 
 #include "conv/implicit_gemm.h"
+#include "convkit/backend/kernel_versions.h"
 #include "gpu/gpu_backend.h"
 #include "gpu/gpu_conv_algorithm.h"
+#include "kernels/conv2d_implicit_gemm.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/gemm.cuh"
 #include "kernels/im2col.cuh"
@@ -90,6 +100,15 @@ std::int64_t plan_chunk(const Conv2dDesc& d, ConvPass pass, std::size_t elem) {
 }
 
 
+// The implicit version that runs `d` in `dtype` (2 or 3), or 0 for the
+// explicit path: the family's choice when it can.
+int implicit_version(const Conv2dDesc& d, DType dtype) {
+  register_conv2d_implicit_gemm_family();
+  const int v = kernel_version("conv2d_implicit_gemm");
+  if (v == kImplicitGemmExplicitVersion) return 0;
+  return conv2d_implicit_gemm_cannot_implement(dtype, d, v).empty() ? v : 0;
+}
+
 // What every pass checks before touching memory.
 void check_call(const Conv2dDesc& d, ConvPass pass, DType dtype, std::initializer_list<const void*> required,
                 const void* workspace, std::size_t needed) {
@@ -141,6 +160,8 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
   std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const override {
     desc.validate(op_name(pass).c_str());
     CK_CHECK(is_floating(dtype), op_name(pass), ": dtype ", dtype, " is not supported (float32 or float64)");
+    if (const int v = implicit_version(desc, dtype))
+      return conv2d_implicit_gemm_workspace_bytes(dtype, desc, pass, v);
     const std::size_t elem = dtype_size(dtype);
     return carve(GemmShape(desc), pass, plan_chunk(desc, pass, elem), elem, nullptr).bytes;
   }
@@ -148,6 +169,10 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
   void forward(const Conv2dDesc& d, DType dtype, const void* x, const void* w, const void* b, void* y,
                void* workspace) const override {
     check_call(d, ConvPass::forward, dtype, {x, w, y}, workspace, workspace_bytes(d, dtype, ConvPass::forward));
+    if (const int v = implicit_version(d, dtype)) {
+      launch_conv2d_implicit_gemm_forward(dtype, d, x, w, b, y, v);
+      return;
+    }
     const GemmShape g(d);
     const std::size_t elem = dtype_size(dtype);
     const std::int64_t chunk = plan_chunk(d, ConvPass::forward, elem);
@@ -171,6 +196,10 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
                      void* workspace) const override {
     check_call(d, ConvPass::backward_data, dtype, {dy, w, dx}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_data));
+    if (const int v = implicit_version(d, dtype)) {
+      launch_conv2d_implicit_gemm_backward_data(dtype, d, dy, w, dx, workspace, v);
+      return;
+    }
     const GemmShape g(d);
     const std::size_t elem = dtype_size(dtype);
     const std::int64_t chunk = plan_chunk(d, ConvPass::backward_data, elem);
@@ -209,6 +238,11 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
                         void* workspace) const override {
     check_call(d, ConvPass::backward_weights, dtype, {x, dy, dw}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_weights));
+    if (const int v = implicit_version(d, dtype)) {
+      launch_conv2d_implicit_gemm_backward_weights(dtype, d, x, dy, dw, workspace, v);
+      if (db != nullptr) launch_bias_grad(dtype, dy, d.N, d.K, d.P() * d.Q(), db);
+      return;
+    }
     const GemmShape g(d);
     const std::size_t elem = dtype_size(dtype);
     const std::int64_t chunk = plan_chunk(d, ConvPass::backward_weights, elem);

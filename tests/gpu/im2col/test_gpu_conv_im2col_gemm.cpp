@@ -3,8 +3,11 @@
 // and backward-weights (with bias gradient) against the cpu backend's direct
 // algorithm in float64, for groups, depthwise, 1x1 (no im2col), stride,
 // dilation and asymmetric padding, and under workspace limits that force
-// chunks of every size down to one image (with a ragged last chunk).
+// chunks of every size down to one image (with a ragged last chunk). These
+// test the explicit column path (conv2d_implicit_gemm version 1); the
+// implicit versions have their own suite, tests/gpu/conv_implicit_gemm.
 #include "gpu/gpu_testing.h"
+#include "kernels/conv2d_implicit_gemm.cuh"
 
 namespace convkit {
 namespace {
@@ -67,6 +70,8 @@ Passes run(Device device, ConvAlgo algo, const Conv2dDesc& d, DType dt, const Te
 
 TEST(GpuConvIm2colGemm, EveryPassMatchesTheCpuDirectAlgorithmUnderEveryChunking) {
   std::mt19937_64 rng(testing::kSeed + 510);
+  CK_GPU_NS::register_conv2d_implicit_gemm_family();  // before selecting one of its versions
+  const testing::ScopedKernelVersion explicit_path("conv2d_implicit_gemm", CK_GPU_NS::kImplicitGemmExplicitVersion);
   const Device sim = testing::kernel_device();
   Backend& be = backend_for(sim);
   for (Conv2dDesc d : descriptors()) {
@@ -133,6 +138,8 @@ TEST(GpuConvIm2colGemm, NoBiasLeavesTheOutputToTheProduct) {
 
 TEST(GpuConvIm2colGemm, AWorkspaceLimitBelowOneImageIsAClearError) {
   const Device sim = testing::kernel_device();
+  CK_GPU_NS::register_conv2d_implicit_gemm_family();  // before selecting one of its versions
+  const testing::ScopedKernelVersion explicit_path("conv2d_implicit_gemm", CK_GPU_NS::kImplicitGemmExplicitVersion);
   Conv2dDesc d = make_desc(2, 8, 16, 16, 4, 3, 3);
   d.workspace_limit = 1000;
   try {

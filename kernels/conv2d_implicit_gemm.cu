@@ -1,0 +1,536 @@
+// Implicit-GEMM convolution: the three passes of im2col + GEMM (see
+// docs/algorithms/im2col_gemm.md) where each GEMM operand element is gathered
+// from the image (or the output gradient) at the moment the GEMM loads it, so
+// the column matrix, 9x the activations for a 3x3 layer and larger than L2 on
+// real layers, is never written or read back. The contract is in
+// conv2d_implicit_gemm.cuh.
+//
+// Per group g, with Cg = C/groups, Kg = K/groups and depth = Cg*R*S, the
+// passes are these products (col(x) the column matrix, never formed):
+//
+//   pass              M    columns     K (summed)   A (M x K)      B (K x columns)
+//   forward           Kg   N*P*Q       Cg*R*S       w[g]           col(x)        gathered from x
+//   backward-data     Cg   N*H*W       Kg*R*S       w[g]^T         dy "col2im"   gathered from dy
+//   backward-weights  Kg   Cg*R*S      N*P*Q        dy[g]          col(x)^T      gathered from x
+//
+// The batch is folded into the GEMM: into the columns for forward and
+// backward-data (one GEMM per group, N times wider than per image), into K for
+// backward-weights (the sum over images is the K loop, no accumulator slots).
+// Backward-data gathers: dx[n][c][h][w] takes dy[n][k][p][q] through tap
+// (r, s) exactly when h = p*sh - pad_top + r*dh and w = q*sw - pad_left +
+// s*dw, so B's entry is dy at p = (h + pad_top - r*dh) / sh when that divides
+// exactly and lands inside, else 0. Stride, dilation and padding all go
+// through that one test; no flipped filter and no scatter (and so no atomics)
+// are needed. At stride > 1 most taps would meet a zero: a pixel h is reached
+// only by the taps r with r*dh = h + pad_top (mod sh). So backward-data runs
+// one product per stride phase (h + pad_top mod sh, and the same along w):
+// the phase's pixels as columns, only the taps that reach them in K. The
+// phases' K sum to the filter's taps, so no multiply-add is wasted.
+//
+// The floor, per pass (every pass does the same multiply-adds):
+//   FLOPs  2 * N * K * Cg * R * S * P * Q  (Conv2dDesc::flops()).
+//   bytes  what the pass must read and write once, in elements of the dtype:
+//          forward           N*C*H*W (x) + K*Cg*R*S (w) + N*K*P*Q (y)  (+ K bias)
+//          backward-data     N*K*P*Q (dy) + K*Cg*R*S (w) + N*C*H*W (dx)
+//          backward-weights  N*C*H*W (x) + N*K*P*Q (dy) + K*Cg*R*S (dw)
+//          The explicit path (version 1) also writes and reads the column
+//          matrix, N*C*R*S*P*Q elements each way: about 2*R*S/(sh*sw) times
+//          the image, the traffic this file removes.
+//   For cifar10-cnn conv4 (N=128, 64->64, 3x3 on 15x15, no padding) that is
+//   1.6 GFLOP over 3.3 MB: ~480 flop/B in float32, compute-bound on any GPU
+//   if the tiles reuse what they load.
+//
+// v1 explicit: not in this file; im2col.cu + gemm.cu, run by
+//    src/gpu/gpu_conv_im2col_gemm.cpp. Kept as the twin the others are
+//    checked against, and as what runs a descriptor these cannot.
+// v2 simple: one thread per output element of the product (consecutive
+//    threads on consecutive columns, so the gathers of B and the stores
+//    coalesce where the layout allows), its K loop gathering A and B from
+//    global memory: 2 loads per multiply-add, like gemm v1, and every index
+//    recomputed with divisions. Obviously right.
+// v3 tiled: a block of 256 threads computes a 64 x 64 tile of the product,
+//    each thread 4 x 4 outputs in registers, K consumed 32 at a time through
+//    shared memory.
+//    - The tile loaders are where im2col happens: each element of the A and
+//      B tiles is gathered from x, dy or w by its (k, column) coordinates.
+//    - Coalescing: every loader puts a warp's 32 lanes on 32 consecutive
+//      addresses of the operand's contiguous dimension. For A (the filter, or
+//      dy in backward-weights) that is k; for the gathered B of forward and
+//      backward-data it is the column (consecutive output positions, so
+//      consecutive pixels of one image row at stride 1); for backward-weights'
+//      B it is k again (consecutive output positions of one image).
+//      Backward-data's A is w^T, whose rows are not contiguous in w, so the
+//      pass first transposes w (K*Cg*R*S elements, the size of the filter)
+//      into the workspace; when that does not fit workspace_limit it reads w
+//      in place.
+//    - Shared memory: both tiles are stored k-major, As[k][m] and Bs[k][n],
+//      rows padded to 65 words. A loader whose lanes walk k writes a column
+//      of the tile: stride 65 puts the 32 lanes in 32 different banks. The
+//      inner loop reads As[k][ty + 16i] (two words per warp, broadcast) and
+//      Bs[k][tx + 16j] (16 consecutive words): a thread owns rows and columns
+//      16 apart, not 4 adjacent ones, so no read conflicts either.
+//    - Per K-step the block loads 2 * 64 * 32 elements for 2 * 64 * 64 * 32
+//      flops: 16 flop/B in float32, from global (L2) memory.
+//    - Backward-weights' K (N*P*Q, 131072 on a 32x32 layer at batch 128) is
+//      long and its M x columns (K x Cg*R*S) small, so it is split: slice z
+//      of gridDim.z sums a fixed range of K into its own partial dw, and a
+//      second kernel adds the slices in slice order (im2col.cu's
+//      sum_slices). The partition depends only on the descriptor and dtype,
+//      so the bits are the same on every run and every GPU.
+//
+// Indices are 32-bit: the launcher refuses a descriptor whose tensors have
+// 2^31 elements or more (the explicit path then runs it).
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <string>
+
+#include "convkit/backend/kernel_versions.h"
+#include "kernels/conv2d_implicit_gemm.cuh"
+#include "kernels/device_math.cuh"
+#include "kernels/dispatch.cuh"
+#include "kernels/im2col.cuh"
+#include "kernels/tensor_view.cuh"
+
+namespace convkit::CK_GPU_NS {
+
+namespace {
+
+constexpr int kVersions = 3;
+
+struct Geometry {
+  int N, C, H, W, K, R, S, P, Q;
+  int sh, sw, pt, pl, dh, dw;
+  int Cg, Kg, RS, PQ, HW;
+};
+
+Geometry geometry(const Conv2dDesc& d) {
+  const auto i = [](std::int64_t v) { return static_cast<int>(v); };
+  return {i(d.N),          i(d.C),          i(d.H),       i(d.W),        i(d.K),
+          i(d.R),          i(d.S),          i(d.P()),     i(d.Q()),      i(d.stride_h),
+          i(d.stride_w),   i(d.pad_top),    i(d.pad_left), i(d.dilation_h), i(d.dilation_w),
+          i(d.C_per_group()), i(d.K_per_group()), i(d.R * d.S), i(d.P() * d.Q()), i(d.H * d.W)};
+}
+
+// x[n][c][h][w] seen through tap (r, s) from output (p, q); 0 in the padding.
+template <typename T>
+__device__ __forceinline__ T gather_image(const T* x, const Geometry& g, int n, int c, int p, int q, int r, int s) {
+  const int h = p * g.sh - g.pt + r * g.dh;
+  const int w = q * g.sw - g.pl + s * g.dw;
+  return (h >= 0 && h < g.H && w >= 0 && w < g.W) ? x[((n * g.C + c) * g.H + h) * g.W + w] : T(0);
+}
+
+// Each problem says, for group grp, what A(m, k) and B(k, col) are and where
+// result (m, col) goes; kBAlongK says which way B's contiguous dimension runs.
+
+template <typename T>
+struct ForwardProblem {
+  static constexpr bool kBAlongK = false;
+  Geometry g;
+  const T* x;
+  const T* w;
+  const T* bias;  // may be null
+  T* y;
+  int M, cols, depth;
+
+  __device__ __forceinline__ T a(int grp, int m, int k) const { return w[(grp * g.Kg + m) * depth + k]; }
+  __device__ __forceinline__ T b(int grp, int k, int col) const {
+    const int n = col / g.PQ, pq = col - n * g.PQ, p = pq / g.Q, q = pq - p * g.Q;
+    const int c = k / g.RS, rs = k - c * g.RS, r = rs / g.S, s = rs - r * g.S;
+    return gather_image(x, g, n, grp * g.Cg + c, p, q, r, s);
+  }
+  __device__ __forceinline__ void store(int grp, int m, int col, int, T acc) const {
+    const int n = col / g.PQ, pq = col - n * g.PQ, k = grp * g.Kg + m;
+    y[(n * g.K + k) * g.PQ + pq] = bias != nullptr ? acc + bias[k] : acc;
+  }
+};
+
+// The output rows h of one stride phase, those with (h + pad) mod stride ==
+// a, and the taps r that reach them: r*dil mod stride == a. Those taps are
+// an arithmetic progression; at stride 1 the one phase holds every row and tap.
+struct StridePhase {
+  int first, count;               // rows first, first + stride, ... (count of them)
+  int tap_first, tap_step, taps;  // taps tap_first, tap_first + tap_step, ... (taps of them)
+};
+
+template <typename T>
+struct BackwardDataProblem {
+  static constexpr bool kBAlongK = false;
+  Geometry g;
+  const T* dy;
+  const T* w;
+  const T* wt;  // w transposed per group to [g][c][kk*R*S + rs], or null: read w in place
+  T* dx;
+  StridePhase ph, pw;  // this launch's phase along h and along w
+  int M, cols, depth;  // cols = N * ph.count * pw.count, depth = Kg * ph.taps * pw.taps
+
+  // k = (kk, jr, js): input channel kk, the jr-th and js-th taps of the phase.
+  __device__ __forceinline__ void tap(int k, int& kk, int& r, int& s) const {
+    const int per = ph.taps * pw.taps;
+    kk = k / per;
+    const int t = k - kk * per, jr = t / pw.taps, js = t - jr * pw.taps;
+    r = ph.tap_first + jr * ph.tap_step;
+    s = pw.tap_first + js * pw.tap_step;
+  }
+  // col = (n, i, j): image n, the i-th row and j-th column of the phase.
+  __device__ __forceinline__ void pixel(int col, int& n, int& h, int& x) const {
+    const int plane = ph.count * pw.count;
+    n = col / plane;
+    const int t = col - n * plane, i = t / pw.count;
+    h = ph.first + i * g.sh;
+    x = pw.first + (t - i * pw.count) * g.sw;
+  }
+  __device__ __forceinline__ T a(int grp, int c, int k) const {
+    int kk, r, s;
+    tap(k, kk, r, s);
+    if (wt != nullptr) return wt[(grp * g.Cg + c) * g.Kg * g.RS + kk * g.RS + r * g.S + s];
+    return w[((grp * g.Kg + kk) * g.Cg + c) * g.RS + r * g.S + s];
+  }
+  __device__ __forceinline__ T b(int grp, int k, int col) const {
+    int n, h, x, kk, r, s;
+    pixel(col, n, h, x);
+    tap(k, kk, r, s);
+    // The phase makes both exact multiples of the stride: p * sh and q * sw.
+    const int hp = h + g.pt - r * g.dh, wp = x + g.pl - s * g.dw;
+    if (hp < 0 || wp < 0) return T(0);
+    const int p = hp / g.sh, q = wp / g.sw;
+    return (p < g.P && q < g.Q) ? dy[((n * g.K + grp * g.Kg + kk) * g.P + p) * g.Q + q] : T(0);
+  }
+  __device__ __forceinline__ void store(int grp, int c, int col, int, T acc) const {
+    int n, h, x;
+    pixel(col, n, h, x);
+    dx[((n * g.C + grp * g.Cg + c) * g.H + h) * g.W + x] = acc;
+  }
+};
+
+template <typename T>
+struct BackwardWeightsProblem {
+  static constexpr bool kBAlongK = true;
+  Geometry g;
+  const T* x;
+  const T* dy;
+  T* out;             // dw, or the split-K partials
+  int slice_stride;   // elements between slices' partials (0: one slice, out is dw)
+  int M, cols, depth;  // depth = N*P*Q, the sum over images and positions
+
+  __device__ __forceinline__ T a(int grp, int m, int j) const {
+    const int n = j / g.PQ, pq = j - n * g.PQ;
+    return dy[(n * g.K + grp * g.Kg + m) * g.PQ + pq];
+  }
+  __device__ __forceinline__ T b(int grp, int j, int col) const {
+    const int n = j / g.PQ, pq = j - n * g.PQ, p = pq / g.Q, q = pq - p * g.Q;
+    const int c = col / g.RS, rs = col - c * g.RS, r = rs / g.S, s = rs - r * g.S;
+    return gather_image(x, g, n, grp * g.Cg + c, p, q, r, s);
+  }
+  __device__ __forceinline__ void store(int grp, int m, int col, int slice, T acc) const {
+    out[slice * slice_stride + (grp * g.Kg + m) * cols + col] = acc;
+  }
+};
+
+// ---------------------------------------------------------------------------
+// v2, simple: one thread per (m, col) of group blockIdx.y.
+constexpr int kSimpleThreads = 256;
+
+template <typename T, class Problem>
+__global__ void __launch_bounds__(kSimpleThreads) implicit_gemm_v2_simple(Problem pb) {
+  const int grp = blockIdx.y;
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * kSimpleThreads + threadIdx.x;
+  if (i >= static_cast<std::int64_t>(pb.M) * pb.cols) return;
+  const int m = static_cast<int>(i / pb.cols), col = static_cast<int>(i % pb.cols);
+  T acc = 0;
+  for (int k = 0; k < pb.depth; ++k) acc = dev::fma(pb.a(grp, m, k), pb.b(grp, k, col), acc);
+  pb.store(grp, m, col, 0, acc);
+}
+
+// ---------------------------------------------------------------------------
+// v3, tiled (see the head of the file).
+namespace tiled {
+constexpr int kTileM = 64, kTileN = 64, kTileK = 32;
+constexpr int kThreads = 256;
+constexpr int kThreadM = 4, kThreadN = 4;
+constexpr int kSide = 16;  // threads along M and along N
+constexpr int kPad = 1;
+static_assert(kSide * kThreadM == kTileM && kSide * kThreadN == kTileN && kSide * kSide == kThreads,
+              "the threads must tile the output tile exactly");
+static_assert(kTileK == 32, "the along-k loaders put one warp on one run of k");
+}  // namespace tiled
+
+template <typename T, class Problem>
+__global__ void __launch_bounds__(tiled::kThreads) implicit_gemm_v3_tiled(Problem pb, int n_tiles, int slice_len) {
+  using namespace tiled;
+  __shared__ SharedArray<T[kTileK][kTileM + kPad]> As;  // As[k][m]
+  __shared__ SharedArray<T[kTileK][kTileN + kPad]> Bs;  // Bs[k][col]
+  const int tid = threadIdx.x;
+  const int tx = tid % kSide, ty = tid / kSide;
+  const int lane = tid % 32, warp = tid / 32;  // along-k loaders: lane walks k
+  const int grp = blockIdx.y, slice = blockIdx.z;
+  const int m0 = (blockIdx.x / n_tiles) * kTileM;
+  const int n0 = (blockIdx.x % n_tiles) * kTileN;
+  const int k_begin = slice * slice_len;
+  const int k_end = pb.depth < k_begin + slice_len ? pb.depth : k_begin + slice_len;
+  T acc[kThreadM][kThreadN] = {};
+  for (int k0 = k_begin; k0 < k_end; k0 += kTileK) {
+    const int k = k0 + lane;
+    CK_UNROLL
+    for (int i = 0; i < kTileM / 8; ++i) {
+      const int m = warp + 8 * i;
+      As[lane][m] = (m0 + m < pb.M && k < k_end) ? pb.a(grp, m0 + m, k) : T(0);
+    }
+    if constexpr (Problem::kBAlongK) {
+      CK_UNROLL
+      for (int i = 0; i < kTileN / 8; ++i) {
+        const int col = warp + 8 * i;
+        Bs[lane][col] = (n0 + col < pb.cols && k < k_end) ? pb.b(grp, k, n0 + col) : T(0);
+      }
+    } else {  // lanes walk the columns: tid % 64 is the column, 4 rows of k per pass
+      const int col = tid % kTileN;
+      CK_UNROLL
+      for (int i = 0; i < kTileK / 4; ++i) {
+        const int kk = tid / kTileN + 4 * i;
+        Bs[kk][col] = (n0 + col < pb.cols && k0 + kk < k_end) ? pb.b(grp, k0 + kk, n0 + col) : T(0);
+      }
+    }
+    __syncthreads();
+    CK_UNROLL
+    for (int kk = 0; kk < kTileK; ++kk) {
+      T af[kThreadM], bf[kThreadN];
+      CK_UNROLL
+      for (int i = 0; i < kThreadM; ++i) af[i] = As[kk][ty + kSide * i];
+      CK_UNROLL
+      for (int j = 0; j < kThreadN; ++j) bf[j] = Bs[kk][tx + kSide * j];
+      CK_UNROLL
+      for (int i = 0; i < kThreadM; ++i)
+        CK_UNROLL
+        for (int j = 0; j < kThreadN; ++j) acc[i][j] = dev::fma(af[i], bf[j], acc[i][j]);
+    }
+    __syncthreads();  // before the next K-step overwrites the tiles
+  }
+  CK_UNROLL
+  for (int i = 0; i < kThreadM; ++i) {
+    const int m = m0 + ty + kSide * i;
+    CK_UNROLL
+    for (int j = 0; j < kThreadN; ++j) {
+      const int col = n0 + tx + kSide * j;
+      if (m < pb.M && col < pb.cols) pb.store(grp, m, col, slice, acc[i][j]);
+    }
+  }
+}
+
+// wt[(grp*Cg + c)*Kg*R*S + kk*R*S + rs] = w[((grp*Kg + kk)*Cg + c)*R*S + rs]:
+// backward-data's A made row-major. One thread per element of wt, so the
+// stores coalesce; the loads run R*S long.
+template <typename T>
+__global__ void transpose_filter_kernel(const T* __restrict__ w, T* __restrict__ wt, Geometry g, int total) {
+  const int row_len = g.Kg * g.RS;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int row = i / row_len, k = i - row * row_len;  // row = grp*Cg + c
+    const int grp = row / g.Cg, c = row - grp * g.Cg;
+    const int kk = k / g.RS, rs = k - kk * g.RS;
+    wt[i] = w[((grp * g.Kg + kk) * g.Cg + c) * g.RS + rs];
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Host side.
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+constexpr std::int64_t kIndexLimit = std::numeric_limits<int>::max();
+constexpr std::int64_t kMaxGridY = 65535;
+// Enough blocks for two per SM on a 132-SM GPU: backward-weights splits K
+// until its tiles times slices reach this, or its slices get shorter than
+// kMinSliceLen.
+constexpr std::int64_t kTargetBlocks = 264;
+constexpr std::int64_t kMinSliceLen = 16 * tiled::kTileK;
+constexpr std::int64_t kMaxSlices = 32;
+
+// The split of backward-weights' K: slice length (a multiple of kTileK) and count.
+struct Split {
+  int slices = 1;
+  int len = 0;
+};
+
+Split weight_split(DType dtype, const Conv2dDesc& d) {
+  const std::int64_t k_total = d.N * d.P() * d.Q();
+  const std::int64_t depth = d.C_per_group() * d.R * d.S;
+  const std::int64_t tiles =
+      ceil_div(d.K_per_group(), tiled::kTileM) * ceil_div(depth, tiled::kTileN) * d.groups;
+  // The partials are indexed with 32 bits too.
+  const std::int64_t index_cap = kIndexLimit / std::max<std::int64_t>(d.K * depth, 1);
+  std::int64_t slices =
+      std::min({ceil_div(kTargetBlocks, tiles), k_total / kMinSliceLen, kMaxSlices, index_cap});
+  const std::size_t per_slice = static_cast<std::size_t>(d.K * depth) * dtype_size(dtype);
+  while (slices > 1 && static_cast<std::size_t>(slices) * per_slice > d.workspace_limit) --slices;
+  slices = std::max<std::int64_t>(slices, 1);
+  Split s;
+  s.len = static_cast<int>(ceil_div(ceil_div(k_total, slices), tiled::kTileK) * tiled::kTileK);
+  s.slices = static_cast<int>(ceil_div(k_total, std::max(s.len, 1)));  // no empty slice
+  if (k_total == 0) s.slices = 1;
+  return s;
+}
+
+StridePhase stride_phase(int a, int stride, int pad, int dil, int taps, int extent) {
+  StridePhase ph{};
+  ph.first = ((a - pad) % stride + stride) % stride;
+  ph.count = ph.first < extent ? (extent - ph.first + stride - 1) / stride : 0;
+  ph.tap_step = 1;
+  for (int r = 0; r < taps; ++r) {
+    if (r * dil % stride != a) continue;
+    if (ph.taps == 0) ph.tap_first = r;
+    if (ph.taps == 1) ph.tap_step = r - ph.tap_first;
+    ++ph.taps;
+  }
+  return ph;
+}
+
+bool transposes_filter(DType dtype, const Conv2dDesc& d) {
+  return static_cast<std::size_t>(d.K * d.C_per_group() * d.R * d.S) * dtype_size(dtype) <= d.workspace_limit;
+}
+
+void check_version(int version) {
+  CK_CHECK(version == kImplicitGemmSimpleVersion || version == kImplicitGemmTiledVersion,
+           "conv2d_implicit_gemm: version ", version, " is not an implicit kernel (2 simple, 3 tiled; 1 is the "
+           "explicit im2col path of src/gpu/gpu_conv_im2col_gemm.cpp)");
+}
+
+void check_call(const char* op, DType dtype, const Conv2dDesc& d, int version,
+                std::initializer_list<const void*> required) {
+  check_version(version);
+  const std::string why = conv2d_implicit_gemm_cannot_implement(dtype, d, version);
+  CK_CHECK(why.empty(), op, " v", version, ": ", why, "; descriptor ", d.str());
+  for (const void* p : required) CK_CHECK(p != nullptr, op, ": a required buffer is null; descriptor ", d.str());
+}
+
+// Launches version `version` of problem pb over `groups` groups.
+template <typename T, class Problem>
+void run_problem(const Problem& pb, int groups, int version, Split split = {}) {
+  if (pb.M == 0 || pb.cols == 0) return;
+  if (version == kImplicitGemmSimpleVersion) {
+    const dim3 grid(static_cast<unsigned>(ceil_div(static_cast<std::int64_t>(pb.M) * pb.cols, kSimpleThreads)),
+                    static_cast<unsigned>(groups));
+    launch(implicit_gemm_v2_simple<T, Problem>, grid, dim3(kSimpleThreads), 0, nullptr, pb);
+    return;
+  }
+  const int n_tiles = static_cast<int>(ceil_div(pb.cols, tiled::kTileN));
+  const int tiles = static_cast<int>(ceil_div(pb.M, tiled::kTileM)) * n_tiles;
+  const int len = split.len > 0 ? split.len : std::max(pb.depth, 1);
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(groups), static_cast<unsigned>(split.slices));
+  launch(implicit_gemm_v3_tiled<T, Problem>, grid, dim3(tiled::kThreads), 0, nullptr, pb, n_tiles, len);
+}
+
+}  // namespace
+
+void register_conv2d_implicit_gemm_family() {
+  static const bool registered = [] {
+    register_kernel_family(
+        {"conv2d_implicit_gemm", kVersions, kImplicitGemmTiledVersion,
+         "v1 explicit: im2col writes the column matrix, the gemm family multiplies (every descriptor)\n"
+         "v2 implicit simple: one thread per output, the K loop gathering its column entries from x or dy\n"
+         "v3 implicit tiled: 64x64x32 tiles gathered into shared memory, 4x4 outputs per thread, "
+         "deterministic split-K for backward-weights"});
+    return true;
+  }();
+  (void)registered;
+}
+
+std::string conv2d_implicit_gemm_cannot_implement(DType dtype, const Conv2dDesc& d, int version) {
+  if (version != kImplicitGemmSimpleVersion && version != kImplicitGemmTiledVersion)
+    return detail::concat("version ", version, " is not an implicit kernel (2 simple, 3 tiled)");
+  if (!is_floating(dtype)) return detail::concat("dtype ", dtype, " is not supported (float32 or float64)");
+  try {
+    d.validate("conv2d_implicit_gemm");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  const std::int64_t largest = std::max({d.N * d.C * d.H * d.W, d.N * d.K * d.P() * d.Q(),
+                                         d.K * d.C_per_group() * d.R * d.S, d.N * d.P() * d.Q()});
+  if (largest > kIndexLimit)
+    return detail::concat("a tensor of ", largest, " elements needs 64-bit indices (the kernels index with 32 bits)");
+  if (d.groups > kMaxGridY) return detail::concat(d.groups, " groups exceed the grid's y limit of ", kMaxGridY);
+  return {};
+}
+
+int conv2d_implicit_gemm_weight_slices(DType dtype, const Conv2dDesc& d) { return weight_split(dtype, d).slices; }
+
+std::size_t conv2d_implicit_gemm_workspace_bytes(DType dtype, const Conv2dDesc& d, ConvPass pass, int version) {
+  check_version(version);
+  if (version != kImplicitGemmTiledVersion) return 0;
+  const std::size_t filter = static_cast<std::size_t>(d.K * d.C_per_group() * d.R * d.S) * dtype_size(dtype);
+  switch (pass) {
+    case ConvPass::forward: return 0;
+    case ConvPass::backward_data: return transposes_filter(dtype, d) ? filter : 0;
+    case ConvPass::backward_weights: {
+      const Split s = weight_split(dtype, d);
+      return s.slices > 1 ? static_cast<std::size_t>(s.slices) * filter : 0;
+    }
+  }
+  return 0;
+}
+
+void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const void* x, const void* w,
+                                         const void* b, void* y, int version) {
+  register_conv2d_implicit_gemm_family();
+  check_call("conv2d_implicit_gemm forward", dtype, d, version, {x, w, y});
+  const Geometry g = geometry(d);
+  dispatch_floating(dtype, "conv2d_implicit_gemm forward", [&](auto t) {
+    using T = decltype(t);
+    const ForwardProblem<T> pb{g, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
+                               static_cast<T*>(y), g.Kg, g.N * g.PQ, g.Cg * g.RS};
+    run_problem<T>(pb, static_cast<int>(d.groups), version);
+  });
+}
+
+void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d, const void* dy, const void* w,
+                                               void* dx, void* workspace, int version) {
+  register_conv2d_implicit_gemm_family();
+  check_call("conv2d_implicit_gemm backward-data", dtype, d, version, {dy, w, dx});
+  const std::size_t needed = conv2d_implicit_gemm_workspace_bytes(dtype, d, ConvPass::backward_data, version);
+  CK_CHECK(needed == 0 || workspace != nullptr, "conv2d_implicit_gemm backward-data: needs ", needed,
+           " bytes of workspace but workspace is null; descriptor ", d.str());
+  const Geometry g = geometry(d);
+  dispatch_floating(dtype, "conv2d_implicit_gemm backward-data", [&](auto t) {
+    using T = decltype(t);
+    T* wt = needed > 0 ? static_cast<T*>(workspace) : nullptr;
+    if (wt != nullptr) {
+      const int total = g.K * g.Cg * g.RS;
+      const LaunchShape shape = grid_stride_shape(total);
+      launch(transpose_filter_kernel<T>, dim3(shape.blocks), dim3(shape.threads), 0, nullptr,
+             static_cast<const T*>(w), wt, g, total);
+    }
+    // One product per stride phase: sh * sw launches, each over only the taps
+    // that reach its pixels (a phase no tap reaches gets zeros).
+    for (int a = 0; a < g.sh; ++a)
+      for (int b = 0; b < g.sw; ++b) {
+        const StridePhase ph = stride_phase(a, g.sh, g.pt, g.dh, g.R, g.H);
+        const StridePhase pw = stride_phase(b, g.sw, g.pl, g.dw, g.S, g.W);
+        if (ph.count == 0 || pw.count == 0) continue;
+        const BackwardDataProblem<T> pb{g,  static_cast<const T*>(dy), static_cast<const T*>(w), wt,
+                                        static_cast<T*>(dx), ph, pw, g.Cg, g.N * ph.count * pw.count,
+                                        g.Kg * ph.taps * pw.taps};
+        run_problem<T>(pb, static_cast<int>(d.groups), version);
+      }
+  });
+}
+
+void launch_conv2d_implicit_gemm_backward_weights(DType dtype, const Conv2dDesc& d, const void* x, const void* dy,
+                                                  void* dw, void* workspace, int version) {
+  register_conv2d_implicit_gemm_family();
+  check_call("conv2d_implicit_gemm backward-weights", dtype, d, version, {x, dy, dw});
+  const std::size_t needed = conv2d_implicit_gemm_workspace_bytes(dtype, d, ConvPass::backward_weights, version);
+  CK_CHECK(needed == 0 || workspace != nullptr, "conv2d_implicit_gemm backward-weights: needs ", needed,
+           " bytes of workspace but workspace is null; descriptor ", d.str());
+  const Geometry g = geometry(d);
+  const Split split = version == kImplicitGemmTiledVersion ? weight_split(dtype, d) : Split{};
+  const int dw_elems = g.K * g.Cg * g.RS;
+  dispatch_floating(dtype, "conv2d_implicit_gemm backward-weights", [&](auto t) {
+    using T = decltype(t);
+    T* out = split.slices > 1 ? static_cast<T*>(workspace) : static_cast<T*>(dw);
+    const BackwardWeightsProblem<T> pb{g, static_cast<const T*>(x), static_cast<const T*>(dy), out,
+                                       split.slices > 1 ? dw_elems : 0, g.Kg, g.Cg * g.RS, g.N * g.PQ};
+    run_problem<T>(pb, static_cast<int>(d.groups), version, split);
+  });
+  if (split.slices > 1) launch_sum_slices(dtype, workspace, split.slices, dw_elems, dw);
+}
+
+}  // namespace convkit::CK_GPU_NS

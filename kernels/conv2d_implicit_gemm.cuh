@@ -1,0 +1,63 @@
+#pragma once
+// Launchers of the implicit-GEMM convolution kernels (kernels/conv2d_implicit_gemm.cu):
+// the three passes of the im2col_gemm algorithm with im2col done inside the
+// GEMM's operand loads, so no column matrix is ever written.
+//
+// Buffers are contiguous device buffers of the dtype (float32 or float64),
+// laid out as in Conv2dDesc: x NCHW, w K x C/groups x R x S, y/dy NKPQ.
+//
+// The family "conv2d_implicit_gemm" (kernel_versions.h) picks how the
+// im2col_gemm algorithm (src/gpu/gpu_conv_im2col_gemm.cpp) multiplies:
+//   1 explicit: im2col writes the column matrix, the gemm family multiplies
+//     (kernels/im2col.cu, kernels/gemm.cu); the twin, runs every descriptor
+//   2 implicit, simple: one thread per output element, the K loop gathering
+//     the column entries it needs on the fly
+//   3 implicit, tiled (the default): 64x64 tiles staged through shared memory
+//     by gathering loaders, 4x4 outputs per thread, split-K for the weight
+//     gradient
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "convkit/backend/conv_desc.h"
+#include "convkit/core/dtype.h"
+#include "convkit/sim/cuda_compat.h"
+
+namespace convkit::CK_GPU_NS {
+
+inline constexpr int kImplicitGemmExplicitVersion = 1;
+inline constexpr int kImplicitGemmSimpleVersion = 2;
+inline constexpr int kImplicitGemmTiledVersion = 3;
+
+// Registers the "conv2d_implicit_gemm" family (idempotent).
+void register_conv2d_implicit_gemm_family();
+
+// Empty when implicit `version` (2 or 3) can run `d` in `dtype`, else why not
+// (a dtype other than float32/float64, an index past 32 bits, a grid too big).
+// Version 1 is the explicit path, which this file does not run: asking for it
+// returns a reason.
+std::string conv2d_implicit_gemm_cannot_implement(DType dtype, const Conv2dDesc& d, int version);
+
+// Bytes of workspace `pass` needs under implicit `version` (0 when none):
+// backward-data's transposed filter and backward-weights' split-K partials
+// (version 3), plus 256 bytes of alignment slack per slice. A pure function
+// of the descriptor, dtype and version; never above d.workspace_limit.
+std::size_t conv2d_implicit_gemm_workspace_bytes(DType dtype, const Conv2dDesc& d, ConvPass pass, int version);
+
+// The split-K slices version 3 cuts backward-weights' K = N*P*Q into (1: no
+// second pass). Fixed by the descriptor and dtype, so results are the same
+// bits on every run.
+int conv2d_implicit_gemm_weight_slices(DType dtype, const Conv2dDesc& d);
+
+// y = conv(x, w) (+ b when b is not null). Overwrites y.
+void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const void* x, const void* w,
+                                         const void* b, void* y, int version);
+// dx = the gradient of <y, dy> with respect to x. Overwrites dx.
+void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d, const void* dy, const void* w,
+                                               void* dx, void* workspace, int version);
+// dw = the gradient of <y, dy> with respect to w (the bias gradient is the
+// caller's: kernels/im2col.cuh launch_bias_grad). Overwrites dw.
+void launch_conv2d_implicit_gemm_backward_weights(DType dtype, const Conv2dDesc& d, const void* x, const void* dy,
+                                                  void* dw, void* workspace, int version);
+
+}  // namespace convkit::CK_GPU_NS
