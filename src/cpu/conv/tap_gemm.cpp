@@ -33,10 +33,12 @@ namespace {
 
 using i64 = std::int64_t;
 
-constexpr i64 kTileColumns = 16;   // forward tile width: two 8-float registers
-constexpr int kTileChannels = 6;   // forward tile height: 6 x 2 = 12 accumulators
-constexpr int kWeightFilters = 4;  // backward-weights tile: 4 filters ...
-constexpr int kWeightTaps = 3;     // ... x 3 taps = 12 accumulators
+// Only the AVX2 kernels use the tile sizes: a baseline build (and clang's
+// -Wunused-const-variable) sees them unused.
+[[maybe_unused]] constexpr i64 kTileColumns = 16;   // forward tile width: two 8-float registers
+[[maybe_unused]] constexpr int kTileChannels = 6;   // forward tile height: 6 x 2 = 12 accumulators
+[[maybe_unused]] constexpr int kWeightFilters = 4;  // backward-weights tile: 4 filters ...
+[[maybe_unused]] constexpr int kWeightTaps = 3;     // ... x 3 taps = 12 accumulators
 
 i64 round_up(i64 n, i64 m) { return (n + m - 1) / m * m; }
 
