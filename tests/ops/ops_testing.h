@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the layer-op tests (on top of support/support.h).
+// Helpers shared by the op tests (on top of support/support.h).
 #include <algorithm>
 #include <numeric>
 #include <string>
