@@ -96,6 +96,7 @@ std::vector<OpInfo> elementwise_op_infos() {
             [](double v) { return v > 0 ? v : 0.2 * v; }, -3, 3, {0}),
       unary("elu", [](const Tensor& x) { return elu(x, 0.7); },
             [](double v) { return v > 0 ? v : 0.7 * (std::exp(v) - 1); }, -3, 3, {0}),
+      unary("silu", [](const Tensor& x) { return silu(x); }, [](double v) { return v / (1 + std::exp(-v)); }, -4, 4),
       kernel_unary("gt_scalar", UnaryOp::gt_scalar, 0.25, [](double v) { return v > 0.25 ? 1.0 : 0.0; }, -1, 1),
       // ---- binary
       binary("add", [](const Tensor& a, const Tensor& b) { return a + b; }, [](double a, double b) { return a + b; }, -2, 2),
