@@ -17,6 +17,7 @@ const std::vector<OpInfo>& op_table() {
   static const std::vector<OpInfo> table = [] {
     std::vector<OpInfo> all = elementwise_op_infos();
     for (OpInfo& info : layer_op_infos()) all.push_back(std::move(info));
+    for (OpInfo& info : conv_op_infos()) all.push_back(std::move(info));
     return all;
   }();
   return table;

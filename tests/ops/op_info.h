@@ -30,6 +30,12 @@ struct Sample {
   // transposed(), an expand(). Empty: the input as it is.
   std::function<Tensor(const Tensor&)> layout;
   bool gradcheck = true;
+  // For ops whose arguments vary by sample (conv's stride and padding): the
+  // call and reference for this sample (empty: the entry's), and the devices
+  // it runs on (empty: every one), e.g. an algorithm a backend lacks.
+  std::function<Tensor(const std::vector<Tensor>&)> op = {};
+  std::function<Values(const std::vector<Values>&)> reference = {};
+  std::function<bool(Device)> runs_on = {};
 };
 
 struct OpInfo {
@@ -54,6 +60,7 @@ struct OpInfo {
 // The table, one function per file.
 std::vector<OpInfo> elementwise_op_infos();  // op_table_elementwise.cpp
 std::vector<OpInfo> layer_op_infos();        // op_table_layers.cpp
+std::vector<OpInfo> conv_op_infos();         // op_table_conv.cpp
 const std::vector<OpInfo>& op_table();
 
 // ---- sample building

@@ -34,8 +34,8 @@ std::vector<Tensor> place(const Sample& s, Device d, DType dt) {
   const std::vector<Tensor> in = place(s, d, dt);
   std::vector<Values> values;
   for (const Tensor& t : in) values.push_back(values_of(t));
-  const Values want = info.reference(values);
-  const Tensor got = info.op(in);
+  const Values want = (s.reference ? s.reference : info.reference)(values);
+  const Tensor got = (s.op ? s.op : info.op)(in);
   if (got.device() != d) return ::testing::AssertionFailure() << "output on " << got.device();
   if (got.shape() != want.shape)
     return ::testing::AssertionFailure() << "shape " << got.shape() << ", reference " << want.shape;
@@ -56,7 +56,7 @@ std::vector<Tensor> place(const Sample& s, Device d, DType dt) {
         if (s.layout)
           for (Tensor& x : laid)
             if (is_floating(x.dtype())) x = s.layout(x);
-        return info.op(laid);
+        return (s.op ? s.op : info.op)(laid);
       },
       leaves, info.grad_options);
 }
@@ -65,13 +65,18 @@ class OpTable : public ::testing::TestWithParam<Param> {
  protected:
   Device device() const { return std::get<0>(GetParam()); }
   const OpInfo& info() const { return op_table()[std::get<1>(GetParam())]; }
+  // The entry's samples that run on this device.
   std::vector<Sample> samples() const {
     std::mt19937_64 rng(kSeed + std::get<1>(GetParam()));
-    return info().samples(rng);
+    std::vector<Sample> out;
+    for (Sample& s : info().samples(rng))
+      if (!s.runs_on || s.runs_on(device())) out.push_back(std::move(s));
+    return out;
   }
 };
 
 TEST_P(OpTable, MatchesFloat64Reference) {
+  if (samples().empty()) GTEST_SKIP() << info().name << " does not run on " << device();
   for (const Sample& s : samples())
     for (DType dt : {DType::float32, DType::float64})
       EXPECT_TRUE(matches_reference(info(), s, device(), dt)) << s.name << " " << dt;
@@ -87,15 +92,25 @@ TEST_P(OpGradients, PassGradcheck) {
   }
 }
 
-// gemm's version 4 is cuBLAS, on the cuda backend only (kernels/gemm.cuh).
+// The versions that call a vendor library run on the cuda backend only:
+// gemm v4 is cuBLAS (kernels/gemm.cuh), conv2d_fft v3 cuFFT (kernels/conv2d_fft.cuh).
 bool version_runs_on(const std::string& family, int version, Device d) {
-  return !(family == "gemm" && version == 4 && d.type != DeviceType::cuda);
+  const bool vendor = (family == "gemm" && version == 4) || (family == "conv2d_fft" && version == 3);
+  return !vendor || d.type == DeviceType::cuda;
 }
+
+// Runs the enclosed code with `family` at `version`, then restores the default.
+struct KernelVersionGuard {
+  std::string family;
+  KernelVersionGuard(std::string f, int v) : family(std::move(f)) { set_kernel_version(family, v); }
+  ~KernelVersionGuard() { set_kernel_version(family, 0); }
+};
 
 class OpKernelVersions : public OpTable {};
 
 TEST_P(OpKernelVersions, EveryVersionMatchesReference) {
   const std::vector<Sample> all = samples();
+  if (all.empty()) GTEST_SKIP() << info().name << " does not run on " << device();
   ASSERT_TRUE(matches_reference(info(), all[0], device(), DType::float32));  // registers the families
   for (const std::string& family : info().kernel_families) {
     int versions = 0;
@@ -104,7 +119,7 @@ TEST_P(OpKernelVersions, EveryVersionMatchesReference) {
     ASSERT_GT(versions, 0) << info().name << " declares kernel family " << family << ", which its run never registered";
     for (int v = 1; v <= versions; ++v) {
       if (!version_runs_on(family, v, device())) continue;
-      set_kernel_version(family, v);
+      const KernelVersionGuard guard(family, v);
       for (const Sample& s : all)
         EXPECT_TRUE(matches_reference(info(), s, device(), DType::float32)) << family << " v" << v << " " << s.name;
       // The backward kernels too, on the first sample gradcheck takes.
@@ -113,7 +128,6 @@ TEST_P(OpKernelVersions, EveryVersionMatchesReference) {
         EXPECT_TRUE(passes_gradcheck(info(), s, device())) << family << " v" << v << " " << s.name;
         break;
       }
-      set_kernel_version(family, 0);
     }
   }
 }
