@@ -1,5 +1,6 @@
 // `convkit devices`: every backend, whether it can run here, and why not.
 #include <cstdio>
+#include <string>
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
@@ -9,7 +10,8 @@ namespace convkit::cli {
 
 constexpr const char* kDevicesUsage =
     "usage: convkit devices\n"
-    "Lists the backends (cpu, sim, cuda:N), whether each can run here, and why not.\n";
+    "Lists the backends (cpu, sim, cuda:N), whether each can run here, and why not,\n"
+    "and the ops a usable backend runs on cpu instead (its fallbacks).\n";
 
 int run_devices(const Args& args) {
   if (help_requested(args)) {
@@ -21,6 +23,11 @@ int run_devices(const Args& args) {
   for (const BackendInfo& info : list_backends()) {
     std::printf("%-8s %-12s %s\n", info.name.c_str(), info.usable ? "usable" : "not usable",
                 info.detail.c_str());
+    if (!info.usable) continue;
+    std::string ops;
+    for (BackendOp op : backend_for(Device::parse(info.name)).fallbacks())
+      ops += (ops.empty() ? "" : ", ") + std::string(backend_op_name(op));
+    if (!ops.empty()) std::printf("%-8s %-12s %s\n", "", "falls back", ("to cpu for " + ops).c_str());
   }
   return 0;
 }

@@ -14,6 +14,8 @@ class CpuBackend final : public Backend {
   void copy_from_host(void* dst, const void* src, std::size_t nbytes) override;
   void copy_to_host(void* dst, const void* src, std::size_t nbytes) override;
   void synchronize() override {}
+  // Every op: cpu is where the others fall back to.
+  bool supports(BackendOp) const override { return true; }
 
   void fill(const Tensor& out, double value) override;
   void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a, double b) override;

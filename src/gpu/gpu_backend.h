@@ -22,6 +22,9 @@ class GpuBackend final : public Backend {
   void copy_from_host(void* dst, const void* src, std::size_t nbytes) override;
   void copy_to_host(void* dst, const void* src, std::size_t nbytes) override;
   void synchronize() override;
+  // Every op, on sim and cuda alike (tests/backend/test_registry.cpp lists
+  // the fallbacks of each backend).
+  bool supports(BackendOp) const override { return true; }
 
   // ---- elementwise and factories: src/gpu/gpu_elementwise.cpp
   void fill(const Tensor& out, double value) override;

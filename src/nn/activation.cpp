@@ -28,6 +28,7 @@ std::string ELU::extra_repr() const { return "alpha=" + number(alpha_); }
 
 Tensor Sigmoid::forward(const Tensor& x) { return sigmoid(x); }
 Tensor Tanh::forward(const Tensor& x) { return tanh(x); }
+Tensor SiLU::forward(const Tensor& x) { return silu(x); }
 
 Softmax::Softmax(std::int64_t dim) : Module("Softmax"), dim_(dim) {}
 Tensor Softmax::forward(const Tensor& x) { return softmax(x, dim_); }

@@ -274,6 +274,7 @@ std::shared_ptr<Module> build_flatten(SpecArgs& args) {
 std::string ReLU::spec() const { return SpecWriter("ReLU").str(); }
 std::string Sigmoid::spec() const { return SpecWriter("Sigmoid").str(); }
 std::string Tanh::spec() const { return SpecWriter("Tanh").str(); }
+std::string SiLU::spec() const { return SpecWriter("SiLU").str(); }
 
 std::string LeakyReLU::spec() const {
   SpecWriter w("LeakyReLU");
@@ -389,6 +390,7 @@ void register_builtin_module_types(
   add("ReLU", build_plain<ReLU>);
   add("Sigmoid", build_plain<Sigmoid>);
   add("Tanh", build_plain<Tanh>);
+  add("SiLU", build_plain<SiLU>);
   add("LeakyReLU", [](SpecArgs& a) { return build_with_real<LeakyReLU>(a, "negative_slope", 0.01); });
   add("ELU", [](SpecArgs& a) { return build_with_real<ELU>(a, "alpha", 1.0); });
   add("Softmax", build_with_dim<Softmax>);

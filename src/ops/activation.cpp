@@ -1,4 +1,4 @@
-// Activations beyond those in elementwise.h: leaky_relu and elu (backend
+// Activations beyond those in elementwise.h: leaky_relu, elu and silu (backend
 // unary kernels with hand-written backwards), softmax and log_softmax (a
 // dedicated stable kernel along any dim).
 #include "convkit/ops/elementwise.h"
@@ -60,6 +60,16 @@ Tensor elu(const Tensor& x, double alpha) {
                 [sx = SavedTensor(x), so = SavedTensor(out.detach()), alpha](const Tensor& g) {
                   return V{where(positive(sx.get()), g, mul(g, add_scalar(so.get(), alpha)))};
                 });
+}
+
+// Gradient s * (1 + x * (1 - s)) with s = sigmoid(x).
+Tensor silu(const Tensor& x) {
+  Tensor out = unary(UnaryOp::silu, "silu", x, 0);
+  return record(out, "SiluBackward", {x}, [sx = SavedTensor(x)](const Tensor& g) {
+    const Tensor& v = sx.get();
+    const Tensor s = sigmoid(v);
+    return V{mul(g, mul(s, add_scalar(mul(v, 1.0 - s), 1.0)))};
+  });
 }
 
 Tensor softmax(const Tensor& x, std::int64_t dim) { return softmax_impl(x, dim, false, "softmax"); }

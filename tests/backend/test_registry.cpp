@@ -93,5 +93,23 @@ TEST(Registry, BuiltInBackendsAreNotPlugins) {
   EXPECT_EQ(backend_for(kSim).type(), DeviceType::sim);
 }
 
+// The ops each real backend runs on cpu instead (Backend::fallbacks). Today
+// none: a backend that gains a fallback, or loses one, changes this table.
+TEST(Registry, FallbacksOfEveryUsableBackendAreListed) {
+  const std::vector<std::pair<DeviceType, std::vector<BackendOp>>> expected = {
+      {DeviceType::cpu, {}}, {DeviceType::sim, {}}, {DeviceType::cuda, {}}};
+  int checked = 0;
+  for (const BackendInfo& info : list_backends()) {
+    if (!info.usable) continue;
+    const Device device = Device::parse(info.name);
+    for (const auto& [type, ops] : expected) {
+      if (type != device.type) continue;
+      EXPECT_EQ(backend_for(device).fallbacks(), ops) << info.name;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 2);  // cpu and sim at least
+}
+
 }  // namespace
 }  // namespace convkit

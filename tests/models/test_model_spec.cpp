@@ -233,6 +233,7 @@ const std::vector<Specimen>& specimens() {
     add(std::make_shared<ReLU>(), {5});
     add(std::make_shared<Sigmoid>(), {5});
     add(std::make_shared<Tanh>(), {5});
+    add(std::make_shared<SiLU>(), {5});
     add(std::make_shared<LeakyReLU>(), {5});
     add(std::make_shared<LeakyReLU>(0.2), {5});
     add(std::make_shared<ELU>(), {5});

@@ -279,6 +279,7 @@ TEST_P(Layers, ActivationsMatchTheirFormulas) {
   EXPECT_TRUE(all_close(nn::ELU(0.5)(x), map([](double e) { return e > 0 ? e : 0.5 * std::expm1(e); }), 1e-12, 1e-12));
   EXPECT_TRUE(all_close(nn::Sigmoid()(x), map([](double e) { return 1 / (1 + std::exp(-e)); }), 1e-12, 1e-12));
   EXPECT_TRUE(all_close(nn::Tanh()(x), map([](double e) { return std::tanh(e); }), 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(nn::SiLU()(x), map([](double e) { return e / (1 + std::exp(-e)); }), 1e-12, 1e-12));
   std::vector<double> sm(v.size()), lsm(v.size());
   for (int r = 0; r < 3; ++r) {
     double z = 0;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace convkit::testing {
@@ -51,5 +52,20 @@ std::int64_t broadcast_index(const std::vector<std::int64_t>& idx, const Shape& 
 ::testing::AssertionResult grad_ok(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
                                    const std::vector<Tensor>& inputs,
                                    autograd::GradcheckOptions opts = {});
+
+// Runs f and checks that it throws convkit::Error whose message holds every one of `parts`.
+template <typename F>
+::testing::AssertionResult throws_with(F&& f, std::initializer_list<std::string> parts) {
+  try {
+    f();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts)
+      if (msg.find(p) == std::string::npos)
+        return ::testing::AssertionFailure() << "message \"" << msg << "\" lacks \"" << p << "\"";
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "no convkit::Error thrown";
+}
 
 }  // namespace convkit::testing

@@ -5,11 +5,23 @@
 // supported dtype. Inputs may be strided views (a broadcast input has stride 0);
 // `out` tensors are freshly allocated and contiguous unless a method says
 // otherwise.
+//
+// A backend must implement type(), devices() and the memory methods. Each op
+// method (the list is BackendOp, convkit/backend/backend_ops.h) has a default
+// that runs it on cpu: it copies the span of device memory each tensor covers
+// to the host (keeping the view's strides), runs backend_for(cpu)'s method and
+// copies the outputs back, printing one warning per backend and op on stderr.
+// A backend overrides the ops it implements and says so in supports(), so a
+// new backend can start from memory alone and grow one op at a time;
+// fallbacks() lists what still runs on cpu (`convkit devices` prints it).
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "convkit/backend/backend_ops.h"
 #include "convkit/backend/conv_desc.h"
 #include "convkit/backend/kernel_params.h"
 #include "convkit/core/tensor.h"
@@ -38,30 +50,37 @@ class Backend {
   virtual void copy_to_host(void* dst, const void* src, std::size_t nbytes) = 0;
   virtual void synchronize() = 0;
 
+  // ---- which ops this backend runs itself. The defaults of the op methods
+  // below refuse to run an op that supports() claims, so a claim without an
+  // override fails the first test that uses it rather than falling back quietly.
+  virtual bool supports(BackendOp op) const;
+  // The ops that run on cpu instead, in BackendOp order.
+  std::vector<BackendOp> fallbacks() const;
+
   // ---- elementwise. `out` may be a strided view here (copy_ into a slice).
-  virtual void fill(const Tensor& out, double value) = 0;
-  virtual void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a = 0, double b = 0) = 0;
+  virtual void fill(const Tensor& out, double value);
+  virtual void unary(UnaryOp op, const Tensor& x, const Tensor& out, double a = 0, double b = 0);
   // a and b are already expanded to out's shape.
-  virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
   // out = cond ? a : b, all expanded to out's shape; cond is nonzero-means-true.
-  virtual void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  virtual void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);
 
   // ---- reductions. `out` has x's rank with size 1 on every reduced dim.
-  virtual void reduce(ReduceOp op, const Tensor& x, const Tensor& out) = 0;
+  virtual void reduce(ReduceOp op, const Tensor& x, const Tensor& out);
   // Index (int64) of the first maximum along `dim`; out has size 1 there.
-  virtual void argmax(const Tensor& x, std::int64_t dim, const Tensor& out) = 0;
+  virtual void argmax(const Tensor& x, std::int64_t dim, const Tensor& out);
 
   // ---- linear algebra: out[b] = a[b] @ b[b] for 3-D a [B,M,K], b [B,K,N].
   // a and b may be transposed views (unit stride on either of the last two dims).
-  virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out);
 
   // ---- factories
-  virtual void arange(const Tensor& out, double start, double step) = 0;
+  virtual void arange(const Tensor& out, double start, double step);
   // Philox streams: element i of `out` (row-major) is philox::uniform/normal(seed, offset, i).
   virtual void uniform(const Tensor& out, std::uint64_t seed, std::uint64_t offset, double lo,
-                       double hi) = 0;
+                       double hi);
   virtual void normal(const Tensor& out, std::uint64_t seed, std::uint64_t offset, double mean,
-                      double std) = 0;
+                      double std);
 
   // ---- layer kernels: pooling, batch norm, dropout, softmax, cross-entropy
   // (see docs/layers.md for the maths). Every tensor handed to these is
@@ -72,54 +91,54 @@ class Backend {
   // index h * W + w, within its input plane, of the winner of a row-major scan
   // that takes v when v > best or v is NaN (torch's rule: the first maximum, or the last NaN).
   virtual void max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& argmax,
-                                  PoolWindow window) = 0;
+                                  PoolWindow window);
   // grad_in = 0, then grad_in[n, c, argmax[n, c, i]] += grad_out[n, c, i], in
   // order of i. `window` is the forward's: with it a GPU kernel can gather
   // (each input element reads the outputs whose windows cover it) instead of
   // scattering with atomics, which would race where windows overlap.
   virtual void max_pool2d_backward(const Tensor& grad_out, const Tensor& argmax,
-                                   const Tensor& grad_in, PoolWindow window) = 0;
+                                   const Tensor& grad_in, PoolWindow window);
   // Average pooling. The divisor is the window clipped to the padded input
   // (count_include_pad) or to the input itself; a window with nothing inside gives 0.
-  virtual void avg_pool2d_forward(const Tensor& x, const Tensor& out, PoolWindow window) = 0;
+  virtual void avg_pool2d_forward(const Tensor& x, const Tensor& out, PoolWindow window);
   // grad_in[p] = sum over the windows w that contain p of grad_out[w] / divisor(w).
   virtual void avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_in,
-                                   PoolWindow window) = 0;
+                                   PoolWindow window);
 
   // Batch norm over x viewed as [N, C, S] (S = H * W, or 1 for [N, C]); the
   // per-channel tensors are [C], and M = N * S.
   // mean[c] and the biased variance var[c] of channel c.
-  virtual void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) = 0;
+  virtual void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var);
   // out = x * scale[c] + shift[c]: normalisation and affine folded into one map
   // (also the eval-mode input gradient, with shift = 0); with `relu`,
   // out = max(0, x * scale[c] + shift[c]), batch norm and a following ReLU in
   // one pass (batch_norm_relu).
   virtual void batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu,
-                                 const Tensor& out) = 0;
+                                 const Tensor& out);
   // sum_dy[c] = sum(grad_out), sum_dy_xmu[c] = sum(grad_out * (x - mean[c])).
   virtual void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& x,
                                           const Tensor& mean, const Tensor& sum_dy,
-                                          const Tensor& sum_dy_xmu) = 0;
+                                          const Tensor& sum_dy_xmu);
   // Training-mode input gradient:
   // grad_in = weight[c] * invstd[c] * (dy - sum_dy[c] / M - (x - mean[c]) * invstd[c]^2 * sum_dy_xmu[c] / M).
   virtual void batch_norm_backward_input(const Tensor& grad_out, const Tensor& x,
                                          const Tensor& mean, const Tensor& invstd,
                                          const Tensor& weight, const Tensor& sum_dy,
-                                         const Tensor& sum_dy_xmu, const Tensor& grad_in) = 0;
+                                         const Tensor& sum_dy_xmu, const Tensor& grad_in);
 
   // Inverted-dropout multiplier: out[i] = 1 / (1 - p) when
   // philox::uniform(seed, offset, i) >= p (compared in double; equivalently
   // (word >> 8) >= ceil(p * 2^24)), else 0. out is float32 or float64.
   virtual void dropout_mask(const Tensor& out, std::uint64_t seed, std::uint64_t offset,
-                            double p) = 0;
+                            double p);
 
   // Softmax, or log-softmax when `log`, of x along `dim`, x viewed as
   // [outer, x.size(dim), inner].
-  virtual void softmax_forward(const Tensor& x, std::int64_t dim, bool log, const Tensor& out) = 0;
+  virtual void softmax_forward(const Tensor& x, std::int64_t dim, bool log, const Tensor& out);
   // From the forward output y: softmax grad_in = y * (g - sum(g * y));
   // log-softmax grad_in = g - exp(y) * sum(g); sums along dim.
   virtual void softmax_backward(const Tensor& grad_out, const Tensor& out, std::int64_t dim,
-                                bool log, const Tensor& grad_in) = 0;
+                                bool log, const Tensor& grad_in);
 
   // Fused log-softmax + NLL with label smoothing s over logits [N, C] and int64
   // targets [N] (already checked to lie in [0, C)). With the target
@@ -127,11 +146,11 @@ class Backend {
   // lse[n] = logsumexp(x[n]) and loss[n] = lse[n] - sum_c q[n, c] * x[n, c].
   virtual void cross_entropy_forward(const Tensor& logits, const Tensor& targets,
                                      double label_smoothing, const Tensor& loss,
-                                     const Tensor& lse) = 0;
+                                     const Tensor& lse);
   // grad_logits[n, c] = grad_loss[n] * (exp(x[n, c] - lse[n]) - q[n, c]).
   virtual void cross_entropy_backward(const Tensor& logits, const Tensor& targets,
                                       const Tensor& lse, const Tensor& grad_loss,
-                                      double label_smoothing, const Tensor& grad_logits) = 0;
+                                      double label_smoothing, const Tensor& grad_logits);
 
   // ---- optimizer updates: one fused in-place step per parameter tensor, the
   // rules of src/optim element by element (convkit/backend/optimizer_math.h).
@@ -140,28 +159,33 @@ class Backend {
   // momentum_buffer is undefined when step.momentum == 0; with
   // step.first_step its contents are ignored and overwritten.
   virtual void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
-                          SgdStep step) = 0;
+                          SgdStep step);
   virtual void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                           const Tensor& exp_avg_sq, AdamStep step) = 0;
+                           const Tensor& exp_avg_sq, AdamStep step);
 
   // ---- convolution (convkit/ops/conv.h; one page per algorithm in
   // docs/algorithms/). x, w, y, dy, dx, dw are contiguous and laid out as in
   // Conv2dDesc; `algo` is never automatic; b and db may be undefined (no bias);
   // `workspace` holds at least conv2d_workspace_bytes(...) bytes and is
   // undefined when that is 0. Outputs are overwritten.
-  virtual Support conv2d_supports(ConvAlgo algo, const Conv2dDesc& desc) = 0;
+  virtual Support conv2d_supports(ConvAlgo algo, const Conv2dDesc& desc);
   virtual std::size_t conv2d_workspace_bytes(ConvAlgo algo, const Conv2dDesc& desc, DType dtype,
-                                             ConvPass pass) = 0;
+                                             ConvPass pass);
   // The backend's documented choice for ConvAlgo::automatic (no timing).
-  virtual ConvAlgo conv2d_heuristic(const Conv2dDesc& desc, DType dtype) = 0;
+  virtual ConvAlgo conv2d_heuristic(const Conv2dDesc& desc, DType dtype);
   virtual void conv2d_forward(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x,
                               const Tensor& w, const Tensor& b, const Tensor& y,
-                              const Tensor& workspace) = 0;
+                              const Tensor& workspace);
   virtual void conv2d_backward_data(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& dy,
-                                    const Tensor& w, const Tensor& dx, const Tensor& workspace) = 0;
+                                    const Tensor& w, const Tensor& dx, const Tensor& workspace);
   virtual void conv2d_backward_weights(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x,
                                        const Tensor& dy, const Tensor& dw, const Tensor& db,
-                                       const Tensor& workspace) = 0;
+                                       const Tensor& workspace);
+
+ private:
+  friend class CpuFallback;
+  // Set on the first fallback of each op: its warning is printed once.
+  mutable std::array<std::atomic<bool>, kBackendOpCount> fallback_warned_{};
 };
 
 // The backend that owns `device`'s memory. Throws Error naming the device and

@@ -45,6 +45,7 @@ CK_HOST_DEVICE inline T unary_value(UnaryOp op, T v, T a, T b) {
     case UnaryOp::clamp: return v < a ? a : (v > b ? b : v);
     case UnaryOp::leaky_relu: return v > T(0) ? v : a * v;
     case UnaryOp::elu: return v > T(0) ? v : a * (std::exp(v) - T(1));
+    case UnaryOp::silu: return v / (T(1) + std::exp(-v));
     case UnaryOp::gt_scalar: return T(v > a);
   }
   return v;

@@ -21,6 +21,7 @@ namespace convkit {
   X(clamp)       /* min(max(x, a), b) */                       \
   X(leaky_relu)  /* x > 0 ? x : a * x */                       \
   X(elu)         /* x > 0 ? x : a * (exp(x) - 1) */            \
+  X(silu)        /* x * sigmoid(x) */                          \
   X(gt_scalar)   /* x > a ? 1 : 0 */
 
 #define CONVKIT_BINARY_OPS(X)                                  \

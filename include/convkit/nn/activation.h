@@ -54,6 +54,14 @@ class Tanh : public Module {
   std::string spec() const override;
 };
 
+// x * sigmoid(x), also called swish.
+class SiLU : public Module {
+ public:
+  SiLU() : Module("SiLU") {}
+  Tensor forward(const Tensor& x) override;
+  std::string spec() const override;
+};
+
 // Softmax along `dim` (PyTorch requires the dim; so do we).
 class Softmax : public Module {
  public:

@@ -33,6 +33,8 @@ Tensor dropout(const Tensor& x, double p, bool training);
 
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 Tensor elu(const Tensor& x, double alpha = 1.0);
+// x * sigmoid(x) (also called swish).
+Tensor silu(const Tensor& x);
 Tensor softmax(const Tensor& x, std::int64_t dim);
 Tensor log_softmax(const Tensor& x, std::int64_t dim);
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "layers/layer_testing.h"
+#include "ops/ops_testing.h"
 
 namespace convkit {
 namespace {

@@ -1,6 +1,6 @@
 // linear (any number of leading dims, with and without bias) and cat (any
 // dim, mixed sizes) against float64 references and by gradcheck.
-#include "layers/layer_testing.h"
+#include "ops/ops_testing.h"
 
 namespace convkit {
 namespace {

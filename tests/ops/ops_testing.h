@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the layer-op tests (on top of support/support.h).
+// Helpers shared by the op tests (on top of support/support.h).
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -25,21 +25,6 @@ inline Tensor distinct_tensor(const Shape& shape, std::mt19937_64& rng, TensorOp
   Tensor t = from_vector(v, shape, o.requires_grad(false));
   if (grad) t.requires_grad_(true);
   return t;
-}
-
-// Runs f and checks that it throws convkit::Error whose message holds every one of `parts`.
-template <typename F>
-::testing::AssertionResult throws_with(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts)
-      if (msg.find(p) == std::string::npos)
-        return ::testing::AssertionFailure() << "message \"" << msg << "\" lacks \"" << p << "\"";
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << "no convkit::Error thrown";
 }
 
 }  // namespace convkit::testing

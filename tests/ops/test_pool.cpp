@@ -9,7 +9,7 @@
 
 #include "cpu/cpu_pool.h"
 
-#include "layers/layer_testing.h"
+#include "ops/ops_testing.h"
 
 namespace convkit {
 namespace {

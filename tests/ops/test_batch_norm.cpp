@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "layers/layer_testing.h"
+#include "ops/ops_testing.h"
 
 namespace convkit {
 namespace {

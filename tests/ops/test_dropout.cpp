@@ -3,7 +3,7 @@
 // identity, p = 1 zeroes everything, and the gradient is the scaled mask.
 #include <cmath>
 
-#include "layers/layer_testing.h"
+#include "ops/ops_testing.h"
 
 namespace convkit {
 namespace {
