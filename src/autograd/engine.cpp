@@ -9,6 +9,7 @@
 #include "convkit/autograd/grad_mode.h"
 #include "convkit/autograd/node.h"
 #include "convkit/ops/elementwise.h"
+#include "convkit/ops/factory.h"
 
 namespace convkit::autograd {
 
@@ -77,3 +78,19 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
 }
 
 }  // namespace convkit::autograd
+
+namespace convkit {
+
+// Declared in convkit/core/tensor.h; defined here because it runs the engine,
+// which sits above core and ops.
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  Tensor seed = gradient;
+  if (!seed.defined()) {
+    CK_CHECK(numel() == 1, "backward: a gradient must be given for a non-scalar tensor of shape ",
+             shape(), " (backward() without arguments needs exactly one element)");
+    seed = ones(shape(), TensorOptions().dtype(dtype()).device(device()));
+  }
+  autograd::run_backward(*this, seed, retain_graph);
+}
+
+}  // namespace convkit

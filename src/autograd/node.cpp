@@ -3,7 +3,6 @@
 #include <atomic>
 
 #include "convkit/autograd/grad_mode.h"
-#include "convkit/ops/elementwise.h"
 
 namespace convkit::autograd {
 

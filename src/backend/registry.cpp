@@ -32,6 +32,14 @@ Registry& registry() {
 
 std::size_t slot(DeviceType t) { return static_cast<std::size_t>(t); }
 
+// Storage allocates through core's allocator table; every device type's entry
+// is its backend, found (made, its plugin opened) on first use.
+Allocator& backend_allocator(Device device) { return backend_for(device); }
+[[maybe_unused]] const bool g_allocators_registered = [] {
+  for (DeviceType t : kDeviceTypes) register_allocator(t, &backend_allocator);
+  return true;
+}();
+
 bool has_factory(DeviceType t) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);

@@ -3,7 +3,6 @@
 #include <array>
 #include <new>
 
-#include "convkit/backend/backend.h"
 #include "convkit/core/error.h"
 #include "convkit/core/memory.h"
 #include "core/op_scope.h"
@@ -62,8 +61,8 @@ std::size_t memory_limit(DeviceType type) { return usage(type).limit.load(); }
 
 std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device, const Shape* shape,
                                            DType dtype) {
-  Backend& backend = backend_for(device);
-  if (nbytes == 0) return std::shared_ptr<Storage>(new Storage(nullptr, 0, device, &backend));
+  Allocator& allocator = allocator_for(device);
+  if (nbytes == 0) return std::shared_ptr<Storage>(new Storage(nullptr, 0, device, &allocator));
   Usage& u = usage(device.type);
   // Counted before allocating, so that threads racing for the last bytes
   // under a cap cannot both get them.
@@ -75,8 +74,8 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device, co
   }
   void* data = nullptr;
   try {
-    data = backend.allocate(nbytes);
-  } catch (const Error& e) {  // a backend's allocate fails only for want of memory
+    data = allocator.allocate(nbytes);
+  } catch (const Error& e) {  // an allocator fails only for want of memory
     u.in_use.fetch_sub(nbytes);
     out_of_memory(device, nbytes, shape, dtype, e.what());
   } catch (const std::bad_alloc&) {  // the bookkeeping of a checked sim allocation
@@ -84,9 +83,9 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device, co
     out_of_memory(device, nbytes, shape, dtype, "");
   }
   try {
-    return std::shared_ptr<Storage>(new Storage(data, nbytes, device, &backend));
+    return std::shared_ptr<Storage>(new Storage(data, nbytes, device, &allocator));
   } catch (...) {
-    backend.deallocate(data, nbytes);
+    allocator.deallocate(data, nbytes);
     u.in_use.fetch_sub(nbytes);
     throw;
   }
@@ -94,7 +93,7 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device, co
 
 Storage::~Storage() {
   if (data_) {
-    backend_->deallocate(data_, nbytes_);
+    allocator_->deallocate(data_, nbytes_);
     usage(device_.type).in_use.fetch_sub(nbytes_);
   }
 }

@@ -1,6 +1,5 @@
 // GpuBackend's batch-norm kernels: kernels/batchnorm.cu. x is viewed as
 // [N, C, S]; split reductions get their workspace here.
-#include "convkit/ops/factory.h"
 #include "gpu/gpu_backend.h"
 #include "kernels/batchnorm.cuh"
 
@@ -20,7 +19,7 @@ struct ChannelView {
 
 Tensor workspace_for(const BatchNormPlan& plan, const Tensor& x) {
   if (plan.workspace_elements == 0) return {};
-  return empty({plan.workspace_elements}, TensorOptions().dtype(x.dtype()).device(x.device()));
+  return Tensor::empty({plan.workspace_elements}, TensorOptions().dtype(x.dtype()).device(x.device()));
 }
 
 void* data_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }

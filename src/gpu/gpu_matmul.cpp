@@ -43,8 +43,15 @@ void GpuBackend::matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& ou
   CK_CHECK(out.is_contiguous(), "matmul: the GPU backend writes a contiguous output, got a strided view of shape ",
            out.shape());
   OperandLayout la = layout_of(a_in), lb = layout_of(b_in);
-  const Tensor a = la.ld < 0 ? a_in.contiguous() : a_in;
-  const Tensor b = lb.ld < 0 ? b_in.contiguous() : b_in;
+  // A dense copy by this backend's own copy kernel: Tensor::contiguous is an
+  // op, and a backend calls none.
+  const auto dense = [this](const Tensor& t) {
+    Tensor copy = Tensor::empty(t.shape(), TensorOptions().dtype(t.dtype()).device(t.device()));
+    unary(UnaryOp::copy, t, copy, 0, 0);
+    return copy;
+  };
+  const Tensor a = la.ld < 0 ? dense(a_in) : a_in;
+  const Tensor b = lb.ld < 0 ? dense(b_in) : b_in;
   if (la.ld < 0) la = layout_of(a);
   if (lb.ld < 0) lb = layout_of(b);
 

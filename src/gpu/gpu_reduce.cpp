@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "convkit/ops/factory.h"
 #include "gpu/gpu_backend.h"
 #include "kernels/reduce.cuh"
 
@@ -83,7 +82,7 @@ void GpuBackend::reduce(ReduceOp op, const Tensor& x, const Tensor& out) {
   const ReducePlan plan = plan_reduce(g, reduce_kernel_version(), true);
   Tensor workspace;
   if (plan.workspace_elements > 0)
-    workspace = empty({plan.workspace_elements}, TensorOptions().dtype(x.dtype()).device(x.device()));
+    workspace = Tensor::empty({plan.workspace_elements}, TensorOptions().dtype(x.dtype()).device(x.device()));
   launch_reduce(op, x.dtype(), x.raw_data(), g, out.raw_data(), plan,
                 workspace.defined() ? workspace.raw_data() : nullptr);
 }

@@ -35,17 +35,17 @@ struct BackendInfo {
   std::string detail;      // threads and SIMD width, GPU name, or why not usable
 };
 
-class Backend {
+// A backend is its device's Allocator: the registry registers it with core
+// (convkit/core/allocator.h), which Storage allocates through.
+class Backend : public Allocator {
  public:
-  virtual ~Backend() = default;
+  ~Backend() override = default;
   virtual DeviceType type() const = 0;
   // One entry per device the backend drives: cpu and sim have one, cuda one
   // per GPU. Never empty: a backend with no device says why in one entry.
   virtual std::vector<BackendInfo> devices() const = 0;
 
-  // ---- memory
-  virtual void* allocate(std::size_t nbytes) = 0;
-  virtual void deallocate(void* ptr, std::size_t nbytes) = 0;
+  // ---- memory (allocate and deallocate are the Allocator's)
   virtual void copy_from_host(void* dst, const void* src, std::size_t nbytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, std::size_t nbytes) = 0;
   virtual void synchronize() = 0;

@@ -1,4 +1,6 @@
 // PyTorch-style printing: tensor([[ 1.0000, -2.5000], ...], requires_grad=True).
+// Tensor::str (declared in convkit/core/tensor.h) copies to the host and names
+// the grad_fn, which ops and the graph provide: it lives in ops.
 // Large tensors are summarised with "..." (first and last 3 per dim).
 #include <cmath>
 #include <cstdio>
