@@ -238,7 +238,11 @@ void BlockScheduler::compute_warp_results(unsigned warp_index, const WarpGroup& 
         frags[l] = reinterpret_cast<MmaLane*>(static_cast<std::uintptr_t>(lanes[l].operand));
         lanes[l].warp_result = 0;
       }
-      mma_sync_warp(static_cast<MmaShape>(lanes[0].arg), frags);
+      const auto shape = static_cast<MmaShape>(lanes[0].arg);
+      mma_sync_warp(shape, frags);
+      if (checker_.profiler().active())
+        checker_.profiler().add_tensor_fmas(shape == MmaShape::m16n8k16_bf16,
+                                            shape == MmaShape::m16n8k16_bf16 ? 16 * 8 * 16 : 16 * 8 * 8);
       break;
     }
     default: {  // the reductions

@@ -9,6 +9,8 @@
 #include <limits>
 #include <random>
 
+#include "convkit/sim/check.h"
+#include "convkit/sim/profile.h"
 #include "gpu/gpu_testing.h"
 #include "kernels/gemm_tensor_core.cuh"
 
@@ -178,6 +180,47 @@ TEST(GpuGemmTensorCore, RefusesBadInputWithAReason) {
     EXPECT_NE(std::string(e.what()).find("tensor-core GEMM takes float32"), std::string::npos) << e.what();
   }
 }
+
+#if !defined(__CUDACC__)  // the performance model is sim's
+convkit::sim::KernelProfile profiled(TensorCorePrecision p, std::int64_t M, std::int64_t N, std::int64_t K,
+                                     int version) {
+  const convkit::sim::ScopedProfile profile;
+  Tensor a = Tensor::empty({M * K}, kernel_options(DType::float32)).fill_(1);
+  Tensor b = Tensor::empty({K * N}, kernel_options(DType::float32)).fill_(1);
+  Tensor c = Tensor::empty({M * N}, kernel_options(DType::float32));
+  GemmArgs g;
+  g.M = M, g.N = N, g.K = K, g.a = a.data<float>(), g.b = b.data<float>(), g.c = c.data<float>();
+  g.lda = K, g.ldb = N, g.ldc = N;
+  kernels::launch_gemm_tensor_core(p, DType::float32, g, version);
+  EXPECT_EQ(c.to_vector<float>()[0], static_cast<float>(K));
+  convkit::sim::KernelProfile total;
+  for (const convkit::sim::KernelProfile& k : convkit::sim::take_profile()) total += k;
+  return total;
+}
+
+// Every mma.sync is counted as 16*8*K tensor-core multiply-adds of its
+// precision, and none as FP32; both versions cover C with whole mma tiles.
+// v2's fragment loads from shared memory (the padded rows) are free of bank
+// conflicts; its only conflicts are the 2-way ones of the k-contiguous
+// staging stores (the v2 head says why).
+TEST(GpuGemmTensorCore, TheSimProfileCountsMmaAndV2FragmentLoadsAreConflictFree) {
+  if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  for (int v : {1, 2}) {
+    const convkit::sim::KernelProfile t = profiled(TensorCorePrecision::tf32, 64, 64, 64, v);
+    EXPECT_EQ(t.tf32_fmas, 64u * 64 * 64) << "v" << v;
+    EXPECT_EQ(t.bf16_fmas, 0u);
+    EXPECT_EQ(t.fmas, 0u);
+    const convkit::sim::KernelProfile b = profiled(TensorCorePrecision::bf16, 64, 64, 64, v);
+    EXPECT_EQ(b.bf16_fmas, 64u * 64 * 64) << "v" << v;
+    EXPECT_EQ(b.tf32_fmas, 0u);
+  }
+  // 33 x 9 x 20: v1 runs 3 x 2 tiles of 16x8 over 3 k-steps of 8 (tf32).
+  EXPECT_EQ(profiled(TensorCorePrecision::tf32, 33, 9, 20, 1).tf32_fmas, 3u * 2 * 16 * 8 * 8 * 3);
+  const convkit::sim::KernelProfile v2 = profiled(TensorCorePrecision::tf32, 128, 128, 64, 2);
+  EXPECT_EQ(v2.shared_load.conflict_wavefronts, 0u);
+  EXPECT_GT(v2.shared_load.requests, 0u);
+}
+#endif
 
 }  // namespace
 }  // namespace convkit
