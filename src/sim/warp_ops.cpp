@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "convkit/core/error.h"
+#include "convkit/sim/mma.h"
 #include "sim/block_scheduler.h"
 
 namespace convkit::sim::detail {
@@ -84,6 +85,7 @@ const char* warp_op_name(WarpOpKind kind) {
     case WarpOpKind::reduce_and: return "__reduce_and_sync";
     case WarpOpKind::reduce_or: return "__reduce_or_sync";
     case WarpOpKind::reduce_xor: return "__reduce_xor_sync";
+    case WarpOpKind::mma: return "mma.sync";
   }
   return "warp built-in";
 }
@@ -221,6 +223,26 @@ void BlockScheduler::compute_warp_results(unsigned warp_index, const WarpGroup& 
       for_each_lane(
           [&](unsigned l) { all_equal = all_equal && lanes[l].operand == lanes[first].operand; });
       for_each_lane([&](unsigned l) { lanes[l].warp_result = all_equal ? group.mask : 0; });
+      break;
+    }
+    case WarpOpKind::mma: {
+      // mma.sync.aligned needs the whole warp: a lane that exited or was left
+      // out of the mask would leave its fragment registers undefined.
+      CK_CHECK(present == 0xffffffffu, "warp ", warp_index, ": mma.sync at ", lanes[__builtin_ctz(present)].site.file,
+               ":", lanes[__builtin_ctz(present)].site.line, " needs all 32 lanes, but only lanes 0x", std::hex,
+               present, std::dec, " take part");
+      std::array<MmaLane*, 32> frags{};
+      for (unsigned l = 0; l < 32; ++l) {
+        CK_CHECK(lanes[l].arg == lanes[0].arg, "warp ", warp_index, ": lanes ", 0, " and ", l,
+                 " run mma.sync of different shapes at ", lanes[l].site.file, ":", lanes[l].site.line);
+        frags[l] = reinterpret_cast<MmaLane*>(static_cast<std::uintptr_t>(lanes[l].operand));
+        lanes[l].warp_result = 0;
+      }
+      const auto shape = static_cast<MmaShape>(lanes[0].arg);
+      mma_sync_warp(shape, frags);
+      if (checker_.profiler().active())
+        checker_.profiler().add_tensor_fmas(shape == MmaShape::m16n8k16_bf16,
+                                            shape == MmaShape::m16n8k16_bf16 ? 16 * 8 * 16 : 16 * 8 * 8);
       break;
     }
     default: {  // the reductions

@@ -60,6 +60,9 @@ struct KernelProfile {
   std::uint64_t blocks = 0;
   std::uint64_t threads = 0;
   std::uint64_t fmas = 0;
+  // Tensor-core multiply-adds: 16*8*K per mma.sync (convkit/sim/mma.h).
+  std::uint64_t tf32_fmas = 0;
+  std::uint64_t bf16_fmas = 0;
   std::uint64_t barriers = 0;       // __syncthreads completions, summed over blocks
   std::uint64_t warp_builtins = 0;  // completed warp built-ins (each group once)
   RequestCounts global_load, global_store, global_atomic;
@@ -82,7 +85,8 @@ bool profiling();
 std::vector<KernelProfile> take_profile();
 
 // The roofline estimate of one kernel's time on `gpu`: the largest of its
-// counted FLOPs at the FP32 peak, its global sectors at HBM bandwidth (no
+// counted FLOPs at the FP32 peak plus its tensor-core FLOPs at the TF32 and
+// BF16 peaks, its global sectors at HBM bandwidth (no
 // cache: an upper bound on DRAM traffic) and its shared wavefronts at the
 // shared-memory bandwidth. An estimate, not a measurement.
 struct RooflineEstimate {

@@ -76,6 +76,8 @@ enum class WarpOpKind {
   reduce_and,
   reduce_or,
   reduce_xor,
+  // mma.sync: `value` points at the lane's MmaLane (mma.h), `arg` is the MmaShape.
+  mma,
 };
 std::uint64_t warp_op(WarpOpKind kind, unsigned mask, std::uint64_t value, int arg, int width,
                       const char* file, int line);

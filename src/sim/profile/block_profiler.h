@@ -23,6 +23,7 @@ class BlockProfiler {
   void record(unsigned thread, const void* pc, std::uintptr_t address, std::size_t size, AccessKind kind,
               bool shared);
   void add_fmas(std::uint64_t n) { sink_->fmas += n; }
+  void add_tensor_fmas(bool bf16, std::uint64_t n) { (bf16 ? sink_->bf16_fmas : sink_->tf32_fmas) += n; }
   // A __syncthreads completed: every warp met.
   void barrier();
   // A warp built-in completed; `whole_warp`: every lane that has not exited

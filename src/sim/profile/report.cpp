@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "convkit/core/error.h"
 #include "convkit/sim/profile.h"
 
 namespace convkit::sim {
@@ -64,6 +65,8 @@ KernelProfile& KernelProfile::operator+=(const KernelProfile& o) {
   blocks += o.blocks;
   threads += o.threads;
   fmas += o.fmas;
+  tf32_fmas += o.tf32_fmas;
+  bf16_fmas += o.bf16_fmas;
   barriers += o.barriers;
   warp_builtins += o.warp_builtins;
   global_load += o.global_load;
@@ -105,6 +108,13 @@ const char* RooflineEstimate::bound() const {
 RooflineEstimate estimate(const KernelProfile& p, const GpuSpec& gpu) {
   RooflineEstimate e;
   e.flop_seconds = 2.0 * static_cast<double>(p.fmas) / gpu.fp32_flops;
+  // A GPU without such tensor cores has no rate to estimate them with.
+  CK_CHECK(p.tf32_fmas == 0 || gpu.tf32_flops > 0, "sim profile: ", p.kernel, " uses TF32 tensor cores, which ",
+           gpu.name, " does not have");
+  CK_CHECK(p.bf16_fmas == 0 || gpu.bf16_flops > 0, "sim profile: ", p.kernel, " uses BF16 tensor cores, which ",
+           gpu.name, " does not have");
+  if (p.tf32_fmas > 0) e.flop_seconds += 2.0 * static_cast<double>(p.tf32_fmas) / gpu.tf32_flops;
+  if (p.bf16_fmas > 0) e.flop_seconds += 2.0 * static_cast<double>(p.bf16_fmas) / gpu.bf16_flops;
   e.dram_seconds = kSectorBytes * static_cast<double>(p.global().sectors) / gpu.hbm_bytes_per_s;
   e.shared_seconds = kWavefrontBytes * static_cast<double>(p.shared().wavefronts) / gpu.shared_bytes_per_s();
   return e;
@@ -123,6 +133,9 @@ std::string format_profile(const std::vector<KernelProfile>& profiles, const Gpu
     out += format("  FMAs %llu (dev::fma), barriers %llu (%.1f per block), warp built-ins %llu\n",
                   static_cast<unsigned long long>(p.fmas), static_cast<unsigned long long>(p.barriers),
                   KernelProfile::per_request(p.barriers, p.blocks), static_cast<unsigned long long>(p.warp_builtins));
+    if (p.tf32_fmas + p.bf16_fmas > 0)
+      out += format("  tensor-core FMAs: tf32 %llu, bf16 %llu (mma.sync)\n",
+                    static_cast<unsigned long long>(p.tf32_fmas), static_cast<unsigned long long>(p.bf16_fmas));
     out += request_line("global load", p.global_load, false);
     out += request_line("global store", p.global_store, false);
     out += request_line("global atomic", p.global_atomic, false);

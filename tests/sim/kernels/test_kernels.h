@@ -144,4 +144,15 @@ void profile_divergent_copy(const float* in, float* out, unsigned blocks, unsign
 // out[i] = sum of x[j] * y[j], j < n, with dev::fma.
 void profile_dot_products(const float* x, const float* y, float* out, int n, unsigned blocks, unsigned threads);
 
+// ---- mma.cu: one mma.sync per warp of a one-block launch of 32 * warps
+// threads; thread t reads in[t] and writes d[4t .. 4t+3]. Lane `exiting_lane`
+// (or none, when -1) returns before the mma.
+enum class MmaKind { tf32_m16n8k8, bf16_m16n8k16 };
+struct MmaRegisters {
+  std::uint32_t a[4];
+  std::uint32_t b[2];
+  float c[4];
+};
+void mma(MmaKind kind, unsigned warps, const MmaRegisters* in, float* d, int exiting_lane = -1);
+
 }  // namespace sim_test_kernels

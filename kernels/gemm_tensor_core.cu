@@ -1,0 +1,349 @@
+// Tensor-core GEMM: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] on
+// float32 (gemm.cuh's layout contract), with op(A) and op(B) rounded to tf32
+// (cvt.rna: 10 mantissa bits) or bf16 (round to nearest even: 7 bits) and
+// multiplied by mma.sync, accumulating in float32 (kernels/tensor_core.cuh,
+// convkit/sim/mma.h for the fragment layouts).
+//
+// Accuracy. Each product of two rounded operands carries a relative error of
+// at most 2u (u = 2^-11 for tf32, 2^-8 for bf16); summed over K terms of mixed
+// sign the error grows like u * sqrt(K) * sqrt(sum of squared products) in
+// practice, K * u * sum |a||b| at worst. Tests hold the kernels to the worst
+// case bound against a float64 reference.
+//
+// The floor is gemm.cu's: 2*M*N*K flops against (M*K + K*N + M*N) elements.
+// The tensor cores raise the compute roof (an H100 SXM does 495 dense TF32
+// TFLOP/s and 989 BF16, against 67 FP32), which moves the ridge point to
+// ~150 flop/B for tf32: only big tiles reused from shared memory get there.
+//
+// The shared-memory staging holds 32-bit words: one tf32 element, or two bf16
+// elements adjacent along k (the register layout mma.sync wants), so both
+// precisions share one tile layout, and every word is converted once, when it
+// is staged, rather than once per warp that reads it.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "convkit/backend/kernel_versions.h"
+#include "kernels/gemm_tensor_core.cuh"
+#include "kernels/tensor_core.cuh"
+
+namespace convkit::CK_GPU_NS {
+
+namespace {
+
+struct TcOperands {
+  const float* a;
+  const float* b;
+  float* c;
+  std::int64_t M, N, K, batch;
+  std::int64_t lda, ldb, ldc;
+  std::int64_t stride_a, stride_b, stride_c;
+  float alpha, beta;
+  std::int64_t n_tiles;  // tiles along N, to decode blockIdx.x
+};
+
+// op(A)(m, k) or op(B)(k, n) written as X(x, k), x = m or n: stored at
+// p[k * ld + x] when XContig (x runs along memory), else at p[x * ld + k].
+// Zero outside the matrix.
+template <bool XContig>
+__device__ __forceinline__ float fetch(const float* p, std::int64_t ld, std::int64_t x, std::int64_t k,
+                                       std::int64_t x_limit, std::int64_t K) {
+  if (x >= x_limit || k >= K) return 0.0f;
+  return XContig ? p[k * ld + x] : p[x * ld + k];
+}
+
+// Word kw (k0 + kw for tf32, the pair k0 + 2kw, k0 + 2kw + 1 for bf16) of row x.
+template <TensorCorePrecision P, bool XContig>
+__device__ __forceinline__ std::uint32_t fetch_word(const float* p, std::int64_t ld, std::int64_t x,
+                                                    std::int64_t k0, int kw, std::int64_t x_limit, std::int64_t K) {
+  if constexpr (P == TensorCorePrecision::tf32) {
+    return dev::cvt_rna_tf32(fetch<XContig>(p, ld, x, k0 + kw, x_limit, K));
+  } else {
+    return dev::pack_bf16x2(fetch<XContig>(p, ld, x, k0 + 2 * kw, x_limit, K),
+                            fetch<XContig>(p, ld, x, k0 + 2 * kw + 1, x_limit, K));
+  }
+}
+
+template <TensorCorePrecision P>
+__device__ __forceinline__ void mma(float* d, const std::uint32_t* a, const std::uint32_t* b) {
+  if constexpr (P == TensorCorePrecision::tf32) {
+    dev::mma_m16n8k8_tf32(d, a, b, d);
+  } else {
+    dev::mma_m16n8k16_bf16(d, a, b, d);
+  }
+}
+
+// Elements of k per mma (and per staged row of 8 words).
+template <TensorCorePrecision P>
+constexpr int kStepK = P == TensorCorePrecision::tf32 ? 8 : 16;
+
+// Lane `lane`'s four accumulators of the 16x8 tile at (m0, n0), into C.
+__device__ __forceinline__ void store_fragment(const TcOperands& p, float* c, std::int64_t m0, std::int64_t n0,
+                                               unsigned lane, const float* acc) {
+  CK_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const std::int64_t m = m0 + (lane >> 2) + (i >= 2 ? 8 : 0);
+    const std::int64_t n = n0 + (lane % 4) * 2 + (i & 1);
+    if (m < p.M && n < p.N) {
+      float* cp = c + m * p.ldc + n;
+      *cp = p.beta == 0.0f ? p.alpha * acc[i] : p.alpha * acc[i] + p.beta * *cp;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// v1, one warp per 16x8 tile: each lane reads the elements of its A and B
+// fragments straight from global memory, converts them and issues one mma per
+// k-step. The fragment layout scatters a lane's reads over 2-4 rows, so a
+// warp's loads touch 8-16 sectors for 128 useful bytes, and each element of A
+// is read by N/8 warps, of B by M/16: the tensor cores idle on memory. The
+// obviously right one, which v2 is tested against.
+constexpr int kV1TileM = 16, kV1TileN = 8;
+
+template <TensorCorePrecision P, bool TA, bool TB>
+__global__ void __launch_bounds__(32) gemm_tc_v1_warp_per_tile(TcOperands p) {
+  const unsigned lane = threadIdx.x;
+  const int group = static_cast<int>(lane >> 2), tig = static_cast<int>(lane % 4);
+  const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kV1TileM;
+  const std::int64_t n0 = (blockIdx.x % p.n_tiles) * kV1TileN;
+  for (std::int64_t b = blockIdx.y; b < p.batch; b += gridDim.y) {
+    const float* a = p.a + b * p.stride_a;
+    const float* bm = p.b + b * p.stride_b;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (std::int64_t k0 = 0; k0 < p.K; k0 += kStepK<P>) {
+      // Word (row, kw) of the A tile and (n, kw) of the B tile, as staged by v2:
+      // registers a0..a3 are words (g, t), (g+8, t), (g, t+4), (g+8, t+4);
+      // b0, b1 are (g, t), (g, t+4) (convkit/sim/mma.h).
+      std::uint32_t af[4], bf[2];
+      CK_UNROLL
+      for (int r = 0; r < 4; ++r)
+        af[r] = fetch_word<P, TA>(a, p.lda, m0 + group + (r & 1) * 8, k0, tig + (r >> 1) * 4, p.M, p.K);
+      CK_UNROLL
+      for (int r = 0; r < 2; ++r) bf[r] = fetch_word<P, !TB>(bm, p.ldb, n0 + group, k0, tig + r * 4, p.N, p.K);
+      mma<P>(acc, af, bf);
+    }
+    store_fragment(p, p.c + b * p.stride_c, m0, n0, lane, acc);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// v2, warp tiling with a shared-memory double buffer: a 64x64 tile of C per
+// block of 4 warps, each warp a 32x32 quarter (2 x 4 mma tiles of 16x8, 32
+// accumulators per lane). Per k-step the block stages 64 rows of 8 words of
+// op(A) and of op(B) in shared memory, converted once.
+//   Global: each element is read once per block instead of once per warp:
+//     2*64*64*8 flops per (64 + 64) * 8 elements (tf32; bf16 twice both) =
+//     64 flop per element, 16 flop/B.
+//   Shared: per k-step a warp reads 8 A registers and 8 B registers for 8
+//     mmas. Rows are 8 words padded to 12: a fragment read touches words
+//     (g * 12 + t) and (g * 12 + t + 4), g < 8, t < 4, which fall in 32
+//     distinct banks: no conflicts.
+//   Staging: a warp's 32 loads cover 4 rows of 8 consecutive words along k when
+//     the operand is k-contiguous (A, or B transposed), and 4 k-rows of 8
+//     consecutive x otherwise, so each load instruction moves 4 full sectors
+//     of tf32 data (the minimum). The k-contiguous stores to shared memory
+//     (rows 0..3 at word offsets 0, 12, 24, 36) put row 3 on row 0's banks
+//     4..7: a 2-way conflict on those stores, measured in
+//     docs/results/sim-profile/; a swizzle is the next version's fix.
+//   Double buffer: the next tile's words are loaded into registers before the
+//     mmas on the current one, and stored into the other buffer after, so the
+//     global latency overlaps the tensor-core work with one barrier per
+//     k-step. (cp.async would skip the registers; it is not emulated yet.)
+namespace v2 {
+constexpr int kTile = 64;           // block tile, M and N
+constexpr int kWarpTile = 32;       // warp tile, M and N
+constexpr int kWords = 8;           // 32-bit words per staged row (one mma k-step)
+constexpr int kRowWords = kWords + 4;  // padded
+constexpr int kThreads = 128;
+constexpr int kMmaM = kWarpTile / 16;  // 2
+constexpr int kMmaN = kWarpTile / 8;   // 4
+constexpr int kWordsPerThread = kTile * kWords / kThreads;  // 4
+}  // namespace v2
+
+// A thread's share of one staged tile S[x][kw] of X (op(A): x = m; op(B): x = n).
+template <TensorCorePrecision P, bool XContig>
+struct Stager {
+  std::uint32_t words[v2::kWordsPerThread];
+
+  // The (x, kw) of the thread's r-th word; see the v2 head for why the two
+  // orientations map lanes differently.
+  __device__ __forceinline__ static void place(int r, int& x, int& kw) {
+    const int i = static_cast<int>(threadIdx.x);
+    if (XContig) {
+      x = i % 8 + 8 * (i / 64) + 16 * r;
+      kw = (i / 8) % 8;
+    } else {
+      const int linear = r * v2::kThreads + i;
+      x = linear / v2::kWords;
+      kw = linear % v2::kWords;
+    }
+  }
+
+  __device__ __forceinline__ void load(const float* p, std::int64_t ld, std::int64_t x0, std::int64_t k0,
+                                       std::int64_t x_limit, std::int64_t K) {
+    CK_UNROLL
+    for (int r = 0; r < v2::kWordsPerThread; ++r) {
+      int x, kw;
+      place(r, x, kw);
+      words[r] = fetch_word<P, XContig>(p, ld, x0 + x, k0, kw, x_limit, K);
+    }
+  }
+
+  __device__ __forceinline__ void store(std::uint32_t (*S)[v2::kRowWords]) const {
+    CK_UNROLL
+    for (int r = 0; r < v2::kWordsPerThread; ++r) {
+      int x, kw;
+      place(r, x, kw);
+      S[x][kw] = words[r];
+    }
+  }
+};
+
+template <TensorCorePrecision P, bool TA, bool TB>
+__global__ void __launch_bounds__(v2::kThreads) gemm_tc_v2_warp_tiled(TcOperands p) {
+  using namespace v2;
+  __shared__ SharedArray<std::uint32_t[2][kTile][kRowWords]> As;  // As[buf][m][kw]
+  __shared__ SharedArray<std::uint32_t[2][kTile][kRowWords]> Bs;  // Bs[buf][n][kw]
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int group = static_cast<int>(lane >> 2), tig = static_cast<int>(lane % 4);
+  const int wm = static_cast<int>(warp / 2) * kWarpTile, wn = static_cast<int>(warp % 2) * kWarpTile;
+  const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kTile;
+  const std::int64_t n0 = (blockIdx.x % p.n_tiles) * kTile;
+  constexpr int K_STEP = kStepK<P>;
+  const std::int64_t k_tiles = (p.K + K_STEP - 1) / K_STEP;
+  for (std::int64_t b = blockIdx.y; b < p.batch; b += gridDim.y) {
+    const float* a = p.a + b * p.stride_a;
+    const float* bm = p.b + b * p.stride_b;
+    float acc[kMmaM][kMmaN][4] = {};
+    Stager<P, TA> a_stage;
+    Stager<P, !TB> b_stage;
+    if (k_tiles > 0) {
+      a_stage.load(a, p.lda, m0, 0, p.M, p.K);
+      b_stage.load(bm, p.ldb, n0, 0, p.N, p.K);
+      a_stage.store(As[0]);
+      b_stage.store(Bs[0]);
+    }
+    __syncthreads();
+    for (std::int64_t t = 0; t < k_tiles; ++t) {
+      const int cur = static_cast<int>(t % 2);
+      const bool more = t + 1 < k_tiles;
+      if (more) {
+        a_stage.load(a, p.lda, m0, (t + 1) * K_STEP, p.M, p.K);
+        b_stage.load(bm, p.ldb, n0, (t + 1) * K_STEP, p.N, p.K);
+      }
+      std::uint32_t af[kMmaM][4], bf[kMmaN][2];
+      CK_UNROLL
+      for (int i = 0; i < kMmaM; ++i)
+        CK_UNROLL
+        for (int r = 0; r < 4; ++r) af[i][r] = As[cur][wm + i * 16 + group + (r & 1) * 8][tig + (r >> 1) * 4];
+      CK_UNROLL
+      for (int j = 0; j < kMmaN; ++j)
+        CK_UNROLL
+        for (int r = 0; r < 2; ++r) bf[j][r] = Bs[cur][wn + j * 8 + group][tig + r * 4];
+      CK_UNROLL
+      for (int i = 0; i < kMmaM; ++i)
+        CK_UNROLL
+        for (int j = 0; j < kMmaN; ++j) mma<P>(acc[i][j], af[i], bf[j]);
+      if (more) {
+        a_stage.store(As[1 - cur]);
+        b_stage.store(Bs[1 - cur]);
+      }
+      __syncthreads();
+    }
+    float* c = p.c + b * p.stride_c;
+    CK_UNROLL
+    for (int i = 0; i < kMmaM; ++i)
+      CK_UNROLL
+      for (int j = 0; j < kMmaN; ++j) store_fragment(p, c, m0 + wm + i * 16, n0 + wn + j * 8, lane, acc[i][j]);
+  }
+}
+
+template <typename F>
+void with_transposes(bool ta, bool tb, F&& f) {
+  if (ta) {
+    if (tb) f(std::true_type{}, std::true_type{});
+    else f(std::true_type{}, std::false_type{});
+  } else {
+    if (tb) f(std::false_type{}, std::true_type{});
+    else f(std::false_type{}, std::false_type{});
+  }
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+constexpr std::int64_t kMaxGridY = 65535;
+constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
+constexpr int kVersions = 2;
+
+std::int64_t tile_m(int version) { return version == 1 ? kV1TileM : v2::kTile; }
+std::int64_t tile_n(int version) { return version == 1 ? kV1TileN : v2::kTile; }
+
+template <TensorCorePrecision P>
+void launch_with(const GemmArgs& g, int version) {
+  const std::int64_t tm = tile_m(version), tn = tile_n(version);
+  const TcOperands ops{static_cast<const float*>(g.a), static_cast<const float*>(g.b), static_cast<float*>(g.c),
+                       g.M, g.N, g.K, g.batch, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b, g.stride_c,
+                       static_cast<float>(g.alpha), static_cast<float>(g.beta), ceil_div(g.N, tn)};
+  const dim3 grid(static_cast<unsigned>(ceil_div(g.M, tm) * ceil_div(g.N, tn)),
+                  static_cast<unsigned>(std::min(g.batch, kMaxGridY)));
+  with_transposes(g.trans_a, g.trans_b, [&](auto ta, auto tb) {
+    constexpr bool TA = decltype(ta)::value, TB = decltype(tb)::value;
+    if (version == 1) {
+      launch(gemm_tc_v1_warp_per_tile<P, TA, TB>, grid, dim3(32), 0, nullptr, ops);
+    } else {
+      launch(gemm_tc_v2_warp_tiled<P, TA, TB>, grid, dim3(v2::kThreads), 0, nullptr, ops);
+    }
+  });
+}
+
+}  // namespace
+
+const char* precision_name(TensorCorePrecision p) { return p == TensorCorePrecision::tf32 ? "tf32" : "bf16"; }
+
+void register_gemm_tensor_core_family() {
+  static const bool registered = [] {
+    register_kernel_family(
+        {"gemm_tensor_core", kVersions, 2,
+         "v1 warp per tile: one warp per 16x8 tile of C, mma.sync on fragments read from global memory\n"
+         "v2 warp tiled: 64x64 block tile, 4 warps of 32x32, tf32/bf16 words staged in padded shared memory, "
+         "register-staged double buffer (16 flop/B)"});
+    return true;
+  }();
+  (void)registered;
+}
+
+std::string gemm_tensor_core_cannot_implement(DType dtype, const GemmArgs& g, int version) {
+  if (version < 1 || version > kVersions)
+    return detail::concat("gemm_tensor_core has versions 1..", kVersions, ", not ", version);
+  if (dtype != DType::float32)
+    return detail::concat("dtype ", dtype, " is not supported: tensor-core GEMM takes float32 (rounded to tf32 or "
+                          "bf16 inside)");
+  // The rest of the contract (sizes, overlap, null pointers) is gemm's.
+  std::string why = gemm_cannot_implement(dtype, g, 1);
+  if (!why.empty() || g.M == 0 || g.N == 0 || g.batch == 0) return why;
+  if (ceil_div(g.M, tile_m(version)) * ceil_div(g.N, tile_n(version)) > kMaxGridX)
+    return detail::concat("C of ", g.M, " x ", g.N, " has more tiles than a grid holds (", kMaxGridX, ")");
+  return {};
+}
+
+void launch_gemm_tensor_core(TensorCorePrecision precision, DType dtype, const GemmArgs& args) {
+  register_gemm_tensor_core_family();
+  launch_gemm_tensor_core(precision, dtype, args, kernel_version("gemm_tensor_core"));
+}
+
+void launch_gemm_tensor_core(TensorCorePrecision precision, DType dtype, const GemmArgs& g, int version) {
+  register_gemm_tensor_core_family();
+  const std::string why = gemm_tensor_core_cannot_implement(dtype, g, version);
+  CK_CHECK(why.empty(), "gemm_tensor_core v", version, " (", precision_name(precision), ", ", dtype, ", M=", g.M,
+           " N=", g.N, " K=", g.K, " batch=", g.batch, g.trans_a ? ", A transposed" : "",
+           g.trans_b ? ", B transposed" : "", "): ", why);
+  if (g.M == 0 || g.N == 0 || g.batch == 0) return;
+  if (precision == TensorCorePrecision::tf32) {
+    launch_with<TensorCorePrecision::tf32>(g, version);
+  } else {
+    launch_with<TensorCorePrecision::bf16>(g, version);
+  }
+}
+
+}  // namespace convkit::CK_GPU_NS

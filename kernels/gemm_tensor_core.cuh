@@ -1,0 +1,36 @@
+#pragma once
+// Launchers of the tensor-core GEMM kernels (kernels/gemm_tensor_core.cu):
+// the same batched, strided product as gemm.cuh (same GemmArgs contract),
+// float32 in and out, but with the operands rounded to tf32 or bf16 and
+// multiplied by mma.sync, accumulating in float32.
+//
+// A separate family from "gemm" because its contract differs: it is not
+// float32 GEMM but a reduced-precision one, chosen only when the user allows
+// it (allow_tf32), and it has float32 only. Keeping it apart keeps
+// CONVKIT_KERNEL_GEMM=<v> meaning "this strict-precision kernel".
+//
+// The family "gemm_tensor_core" has two versions:
+//   1 one warp per 16x8 tile of C, fragments straight from global memory
+//   2 64x64 block tile, 4 warps of 32x32, shared-memory staging with a
+//     register-staged double buffer (the default)
+#include <string>
+
+#include "kernels/gemm.cuh"
+
+namespace convkit::CK_GPU_NS {
+
+enum class TensorCorePrecision { tf32, bf16 };
+const char* precision_name(TensorCorePrecision p);
+
+// Registers the family (idempotent).
+void register_gemm_tensor_core_family();
+
+// Empty when `version` can run these arguments (float32 only), else why not.
+std::string gemm_tensor_core_cannot_implement(DType dtype, const GemmArgs& args, int version);
+
+// Runs kernel_version("gemm_tensor_core"), or the given version; throws Error
+// naming the problem when it cannot implement the arguments.
+void launch_gemm_tensor_core(TensorCorePrecision precision, DType dtype, const GemmArgs& args);
+void launch_gemm_tensor_core(TensorCorePrecision precision, DType dtype, const GemmArgs& args, int version);
+
+}  // namespace convkit::CK_GPU_NS

@@ -1,0 +1,69 @@
+#pragma once
+// Tensor-core instructions as device functions, spelled the same under nvcc
+// (inline PTX, sm_80 and later) and under sim (convkit/sim/mma.h, which holds
+// the fragment layouts and the emulation's rounding rules).
+//
+//   dev::cvt_rna_tf32(x)          cvt.rna.tf32.f32: x rounded to tf32 (nearest,
+//                                 ties away), as an f32 bit pattern
+//   dev::pack_bf16x2(lo, hi)      cvt.rn.bf16x2.f32: two bf16 (nearest even)
+//   dev::mma_m16n8k8_tf32(d,a,b,c)   mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+//   dev::mma_m16n8k16_bf16(d,a,b,c)  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+//
+// The mma functions are warp-collective: all 32 lanes of the warp call them
+// together, with a[4], b[2], c[4] in and d[4] out per lane (d may be c).
+#include <cstdint>
+
+#include "convkit/sim/cuda_compat.h"
+#if defined(CONVKIT_SIM_KERNEL)
+#include "convkit/sim/mma.h"
+#endif
+
+namespace convkit::CK_GPU_NS::dev {
+
+#if defined(CONVKIT_SIM_KERNEL)
+__device__ __forceinline__ std::uint32_t cvt_rna_tf32(float x) { return ::convkit::sim::tf32_round_rna(x); }
+__device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
+  return ::convkit::sim::pack_bf16x2(lo, hi);
+}
+__device__ __forceinline__ void mma_m16n8k8_tf32(float* d, const std::uint32_t* a, const std::uint32_t* b,
+                                                 const float* c, const char* file = __builtin_FILE(),
+                                                 int line = __builtin_LINE()) {
+  ::convkit::sim::mma_sync(::convkit::sim::MmaShape::m16n8k8_tf32, d, a, b, c, file, line);
+}
+__device__ __forceinline__ void mma_m16n8k16_bf16(float* d, const std::uint32_t* a, const std::uint32_t* b,
+                                                  const float* c, const char* file = __builtin_FILE(),
+                                                  int line = __builtin_LINE()) {
+  ::convkit::sim::mma_sync(::convkit::sim::MmaShape::m16n8k16_bf16, d, a, b, c, file, line);
+}
+#else
+__device__ __forceinline__ std::uint32_t cvt_rna_tf32(float x) {
+  std::uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
+  std::uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));  // first source goes high
+  return r;
+}
+__device__ __forceinline__ void mma_m16n8k8_tf32(float* d, const std::uint32_t* a, const std::uint32_t* b,
+                                                 const float* c) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%11,%12,%13};"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]),
+        "f"(c[3]));
+}
+__device__ __forceinline__ void mma_m16n8k16_bf16(float* d, const std::uint32_t* a, const std::uint32_t* b,
+                                                  const float* c) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%11,%12,%13};"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]),
+        "f"(c[3]));
+}
+#endif
+
+}  // namespace convkit::CK_GPU_NS::dev

@@ -1,0 +1,226 @@
+// Raw tests of the tensor-core GEMM kernels (kernels/gemm_tensor_core.cu) on
+// sim (and, in the nvcc build, on cuda): both versions, both precisions, every
+// transpose pair, ragged sizes, batches with a broadcast operand and padded
+// leading dims, alpha/beta, against a float64 reference within the error bound
+// of tf32/bf16 operands; v2 against v1; the rounding shows; bad input is
+// refused with a reason.
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "convkit/sim/check.h"
+#include "convkit/sim/profile.h"
+#include "gpu/gpu_testing.h"
+#include "kernels/gemm_tensor_core.cuh"
+
+namespace convkit {
+namespace {
+
+namespace kernels = convkit::CK_GPU_NS;
+using kernels::GemmArgs;
+using kernels::TensorCorePrecision;
+using testing::kernel_options;
+
+// Unit roundoff of the operands, and what one operand rounds to.
+double unit(TensorCorePrecision p) { return p == TensorCorePrecision::tf32 ? 0x1p-11 : 0x1p-8; }
+
+struct Case {
+  TensorCorePrecision precision = TensorCorePrecision::tf32;
+  std::int64_t M = 1, N = 1, K = 1, batch = 1;
+  bool trans_a = false, trans_b = false, broadcast_b = false;
+  std::int64_t pad = 0;
+  double alpha = 1, beta = 0;
+  std::string str() const {
+    return detail::concat(kernels::precision_name(precision), " M=", M, " N=", N, " K=", K, " batch=", batch,
+                          trans_a ? " At" : "", trans_b ? " Bt" : "", broadcast_b ? " B-broadcast" : "", " pad=", pad,
+                          " alpha=", alpha, " beta=", beta);
+  }
+};
+
+struct Result {
+  std::vector<float> c;       // the kernel's C, whole buffer
+  std::vector<double> want;   // float64 reference on the unrounded operands
+  std::vector<double> bound;  // per element
+};
+
+Result run(const Case& c, int version, std::uint64_t seed = 1) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const std::int64_t a_rows = c.trans_a ? c.K : c.M, a_cols = c.trans_a ? c.M : c.K;
+  const std::int64_t b_rows = c.trans_b ? c.N : c.K, b_cols = c.trans_b ? c.K : c.N;
+  const std::int64_t lda = a_cols + c.pad, ldb = b_cols + c.pad, ldc = c.N + c.pad;
+  const std::int64_t sa = a_rows * lda, sb = c.broadcast_b ? 0 : b_rows * ldb, sc = c.M * ldc;
+  std::vector<float> A(static_cast<std::size_t>(sa * c.batch)), B(static_cast<std::size_t>(std::max<std::int64_t>(sb, b_rows * ldb) * c.batch)),
+      C(static_cast<std::size_t>(sc * c.batch));
+  for (float& x : A) x = u(rng);
+  for (float& x : B) x = u(rng);
+  for (float& x : C) x = u(rng);
+  const Tensor a = from_vector(A, {static_cast<std::int64_t>(A.size())}, kernel_options(DType::float32));
+  const Tensor b = from_vector(B, {static_cast<std::int64_t>(B.size())}, kernel_options(DType::float32));
+  const Tensor out = from_vector(C, {static_cast<std::int64_t>(C.size())}, kernel_options(DType::float32));
+  GemmArgs g;
+  g.M = c.M, g.N = c.N, g.K = c.K, g.batch = c.batch, g.trans_a = c.trans_a, g.trans_b = c.trans_b;
+  g.a = a.raw_data(), g.lda = lda, g.stride_a = sa;
+  g.b = b.raw_data(), g.ldb = ldb, g.stride_b = sb;
+  g.c = out.raw_data(), g.ldc = ldc, g.stride_c = sc;
+  g.alpha = c.alpha, g.beta = c.beta;
+  kernels::launch_gemm_tensor_core(c.precision, DType::float32, g, version);
+  Result r;
+  r.c = out.to_vector<float>();
+  r.want.assign(C.begin(), C.end());
+  r.bound.assign(C.size(), 0.0);
+  const double u_op = unit(c.precision);
+  for (std::int64_t bb = 0; bb < c.batch; ++bb)
+    for (std::int64_t m = 0; m < c.M; ++m)
+      for (std::int64_t n = 0; n < c.N; ++n) {
+        double acc = 0, mag = 0;
+        for (std::int64_t k = 0; k < c.K; ++k) {
+          const double x = A[static_cast<std::size_t>(bb * sa + (c.trans_a ? k * lda + m : m * lda + k))];
+          const double y = B[static_cast<std::size_t>(bb * sb + (c.trans_b ? n * ldb + k : k * ldb + n))];
+          acc += x * y;
+          mag += std::fabs(x * y);
+        }
+        const std::size_t i = static_cast<std::size_t>(bb * sc + m * ldc + n);
+        const double old = C[i];
+        r.want[i] = c.alpha * acc + c.beta * old;
+        // Operand rounding (2u + u^2 per product), fp32 accumulation over K
+        // steps, and the epilogue's few fp32 roundings.
+        r.bound[i] = std::fabs(c.alpha) * mag * (2 * u_op + u_op * u_op + (c.K + 2) * 0x1p-24) +
+                     std::fabs(c.beta * old) * 0x1p-22 + 1e-30;
+      }
+  return r;
+}
+
+void expect_close(const Case& c, const Result& r) {
+  for (std::size_t i = 0; i < r.c.size(); ++i)
+    ASSERT_LE(std::fabs(r.c[i] - r.want[i]), r.bound[i]) << c.str() << " element " << i << ": got " << r.c[i]
+                                                         << ", want " << r.want[i];
+}
+
+std::vector<Case> small_cases() {
+  std::vector<Case> cases;
+  const std::int64_t shapes[][3] = {{1, 1, 1}, {7, 9, 5}, {16, 8, 8}, {33, 17, 40}, {65, 64, 16}, {70, 130, 33}};
+  for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16})
+    for (const auto& s : shapes)
+      for (int t = 0; t < 4; ++t) {
+        Case c;
+        c.precision = p, c.M = s[0], c.N = s[1], c.K = s[2], c.trans_a = t & 1, c.trans_b = t & 2;
+        cases.push_back(c);
+      }
+  Case batched;
+  batched.M = 20, batched.N = 24, batched.K = 19, batched.batch = 3, batched.broadcast_b = true, batched.pad = 3;
+  batched.alpha = -0.5, batched.beta = 2;
+  cases.push_back(batched);
+  batched.precision = TensorCorePrecision::bf16, batched.trans_a = true;
+  cases.push_back(batched);
+  Case k0;  // K = 0: C = beta * C
+  k0.M = 5, k0.N = 6, k0.K = 0, k0.beta = 0.5;
+  cases.push_back(k0);
+  return cases;
+}
+
+TEST(GpuGemmTensorCore, SmallCasesWithinTheRoundingBoundBothVersions) {
+  for (const Case& c : small_cases()) {
+    const Result v1 = run(c, 1), v2 = run(c, 2);
+    expect_close(c, v1);
+    expect_close(c, v2);
+#if !defined(__CUDACC__)
+    // Same rounding, same mma per k-step in the same order: under sim the two
+    // versions agree bit for bit.
+    ASSERT_EQ(v1.c, v2.c) << c.str();
+#endif
+  }
+}
+
+TEST(GpuGemmTensorCore, LargerProductSmallRelativeError) {
+  // 128 x 96 x 256: the error is of the order u * sqrt(K), far below the bound.
+  for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16}) {
+    Case c;
+    c.precision = p, c.M = 128, c.N = 96, c.K = 256;
+    const Result r = run(c, 2, 7);
+    expect_close(c, r);
+    double worst = 0, norm = 0;
+    for (std::size_t i = 0; i < r.c.size(); ++i) {
+      worst = std::max(worst, std::fabs(r.c[i] - r.want[i]));
+      norm = std::max(norm, std::fabs(r.want[i]));
+    }
+    EXPECT_LT(worst / norm, 4 * unit(p)) << kernels::precision_name(p);
+  }
+}
+
+// 1 + 2^-20 is not a tf32 (nor bf16) number: the product shows that the
+// operands were rounded, i.e. that the tensor-core path ran.
+TEST(GpuGemmTensorCore, OperandsAreRounded) {
+  for (int version : {1, 2})
+    for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16}) {
+      const Tensor a = from_vector(std::vector<float>{1.0f + 0x1p-20f}, {1}, kernel_options(DType::float32));
+      const Tensor b = from_vector(std::vector<float>{3.0f}, {1}, kernel_options(DType::float32));
+      const Tensor c = from_vector(std::vector<float>{0.0f}, {1}, kernel_options(DType::float32));
+      GemmArgs g;
+      g.M = g.N = g.K = 1;
+      g.a = a.raw_data(), g.lda = 1, g.b = b.raw_data(), g.ldb = 1, g.c = c.raw_data(), g.ldc = 1;
+      kernels::launch_gemm_tensor_core(p, DType::float32, g, version);
+      EXPECT_EQ(c.to_vector<float>()[0], 3.0f) << kernels::precision_name(p) << " v" << version;
+    }
+}
+
+TEST(GpuGemmTensorCore, RefusesBadInputWithAReason) {
+  GemmArgs g;
+  g.M = g.N = g.K = 4;
+  g.lda = g.ldb = g.ldc = 4;
+  EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float64, g, 2).find("float32"), std::string::npos);
+  EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 3).find("versions 1..2"),
+            std::string::npos);
+  EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 2).find("null"), std::string::npos);
+  try {
+    kernels::launch_gemm_tensor_core(TensorCorePrecision::tf32, DType::float64, g, 2);
+    ADD_FAILURE() << "float64 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor-core GEMM takes float32"), std::string::npos) << e.what();
+  }
+}
+
+#if !defined(__CUDACC__)  // the performance model is sim's
+convkit::sim::KernelProfile profiled(TensorCorePrecision p, std::int64_t M, std::int64_t N, std::int64_t K,
+                                     int version) {
+  const convkit::sim::ScopedProfile profile;
+  Tensor a = Tensor::empty({M * K}, kernel_options(DType::float32)).fill_(1);
+  Tensor b = Tensor::empty({K * N}, kernel_options(DType::float32)).fill_(1);
+  Tensor c = Tensor::empty({M * N}, kernel_options(DType::float32));
+  GemmArgs g;
+  g.M = M, g.N = N, g.K = K, g.a = a.data<float>(), g.b = b.data<float>(), g.c = c.data<float>();
+  g.lda = K, g.ldb = N, g.ldc = N;
+  kernels::launch_gemm_tensor_core(p, DType::float32, g, version);
+  EXPECT_EQ(c.to_vector<float>()[0], static_cast<float>(K));
+  convkit::sim::KernelProfile total;
+  for (const convkit::sim::KernelProfile& k : convkit::sim::take_profile()) total += k;
+  return total;
+}
+
+// Every mma.sync is counted as 16*8*K tensor-core multiply-adds of its
+// precision, and none as FP32; both versions cover C with whole mma tiles.
+// v2's fragment loads from shared memory (the padded rows) are free of bank
+// conflicts; its only conflicts are the 2-way ones of the k-contiguous
+// staging stores (the v2 head says why).
+TEST(GpuGemmTensorCore, TheSimProfileCountsMmaAndV2FragmentLoadsAreConflictFree) {
+  if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  for (int v : {1, 2}) {
+    const convkit::sim::KernelProfile t = profiled(TensorCorePrecision::tf32, 64, 64, 64, v);
+    EXPECT_EQ(t.tf32_fmas, 64u * 64 * 64) << "v" << v;
+    EXPECT_EQ(t.bf16_fmas, 0u);
+    EXPECT_EQ(t.fmas, 0u);
+    const convkit::sim::KernelProfile b = profiled(TensorCorePrecision::bf16, 64, 64, 64, v);
+    EXPECT_EQ(b.bf16_fmas, 64u * 64 * 64) << "v" << v;
+    EXPECT_EQ(b.tf32_fmas, 0u);
+  }
+  // 33 x 9 x 20: v1 runs 3 x 2 tiles of 16x8 over 3 k-steps of 8 (tf32).
+  EXPECT_EQ(profiled(TensorCorePrecision::tf32, 33, 9, 20, 1).tf32_fmas, 3u * 2 * 16 * 8 * 8 * 3);
+  const convkit::sim::KernelProfile v2 = profiled(TensorCorePrecision::tf32, 128, 128, 64, 2);
+  EXPECT_EQ(v2.shared_load.conflict_wavefronts, 0u);
+  EXPECT_GT(v2.shared_load.requests, 0u);
+}
+#endif
+
+}  // namespace
+}  // namespace convkit
