@@ -278,6 +278,7 @@ std::vector<std::string> kernel_families_of(ConvAlgo algo) {
     // conv2d_implicit_gemm v1 is the explicit path, the one im2col and gemm's versions change.
     case ConvAlgo::im2col_gemm: return {"conv2d_implicit_gemm", "im2col", "gemm"};
     case ConvAlgo::fft: return {"conv2d_fft"};
+    case ConvAlgo::winograd: return {"conv2d_winograd", "gemm"};
     default: return {};
   }
 }

@@ -25,5 +25,8 @@ std::string conv_op_name(ConvAlgo algo, ConvPass pass);
 const conv::ConvAlgorithm& direct_gpu_conv_algorithm();       // gpu_conv_direct.cpp
 const conv::ConvAlgorithm& im2col_gemm_gpu_conv_algorithm();  // gpu_conv_im2col_gemm.cpp
 const conv::ConvAlgorithm& fft_gpu_conv_algorithm();          // gpu_conv_fft.cpp
+const conv::ConvAlgorithm& winograd_gpu_conv_algorithm();     // gpu_conv_winograd.cpp
+// With output tile 2 or 4 for every pass (0: chosen per pass, as registered).
+const conv::ConvAlgorithm& winograd_gpu_conv_algorithm_with(int output_tile);
 
 }  // namespace convkit::CK_GPU_NS

@@ -35,6 +35,7 @@ std::vector<std::string> families_of(ConvAlgo algo) {
     case ConvAlgo::direct: return {"conv2d_direct"};
     case ConvAlgo::im2col_gemm: return {"im2col", "gemm"};
     case ConvAlgo::fft: return {"conv2d_fft"};
+    case ConvAlgo::winograd: return {"conv2d_winograd"};
     default: return {};
   }
 }

@@ -34,7 +34,7 @@ inline constexpr std::array<ConvAlgoInfo, 4> kConvAlgorithms{{
     {ConvAlgo::im2col_gemm, "im2col_gemm", true, true, "column matrix (or implicit GEMM) times the filter matrix",
      "docs/algorithms/im2col_gemm.md"},
     {ConvAlgo::fft, "fft", true, true, "overlap-save FFT tiles, stride 1", "docs/algorithms/fft.md"},
-    {ConvAlgo::winograd, "winograd", true, false, "F(2x2,3x3) and F(4x4,3x3): 3x3 filters, stride 1, no dilation",
+    {ConvAlgo::winograd, "winograd", true, true, "F(2x2,3x3) and F(4x4,3x3): 3x3 filters, stride 1, no dilation",
      "docs/algorithms/winograd.md"},
 }};
 

@@ -1,0 +1,179 @@
+// The GPU Winograd convolution (kernels/conv2d_winograd.cu) under sim (and
+// cuda, in the nvcc build): every pass of every version, with the output tile
+// chosen per pass and forced to F(2x2) and to F(4x4), on the 3x3 stride-1
+// undilated descriptors of tests/cpu_conv and on shapes that cut tiles at the
+// plane's edge (odd sizes, padding 0 to 2, batch 1, channel counts that are
+// no multiple of a GEMM tile, groups, one cifar10-cnn layer), against the
+// float64 reference with the cpu Winograd's tolerance; v2 against v1; chunked
+// batches; the errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "convkit/sim/schedule.h"
+#include "cpu/conv/implementations.h"
+#include "gpu/gpu_conv_testing.h"
+#include "kernels/conv2d_winograd.cuh"
+
+namespace convkit::gpu_testing {
+namespace {
+
+using cpu::testing::ConvCase;
+
+class RegisterWinogradFamily : public ::testing::Environment {
+ public:
+  void SetUp() override { kernels::conv2d_winograd_version(); }
+};
+[[maybe_unused]] const ::testing::Environment* const kRegistered =
+    ::testing::AddGlobalTestEnvironment(new RegisterWinogradFamily);
+
+Conv2dDesc make(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K, std::int64_t pad,
+                std::int64_t groups = 1) {
+  Conv2dDesc d;
+  d.N = N, d.C = C, d.H = H, d.W = W, d.K = K, d.R = 3, d.S = 3;
+  d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = pad;
+  d.groups = groups;
+  return d;
+}
+
+const std::vector<ConvCase>& cases() {
+  static const std::vector<ConvCase> all = [] {
+    std::vector<ConvCase> c;
+    for (const ConvCase& k : cpu::testing::conv_cases()) {
+      const Conv2dDesc& d = k.desc;
+      if (d.R == 3 && d.S == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1 &&
+          k.name.rfind("parallel_", 0) != 0)
+        c.push_back(k);
+    }
+    c.push_back({"odd_7x9_pad0", make(2, 3, 7, 9, 5, 0)});
+    c.push_back({"odd_11x5_pad1", make(1, 5, 11, 5, 3, 1)});
+    c.push_back({"pad2_batch1", make(1, 2, 6, 7, 3, 2)});
+    c.push_back({"f4_edges_13x14", make(2, 7, 13, 14, 9, 1)});  // 13 and 14 leave partial F(4x4) tiles
+    c.push_back({"channels_33_to_35", make(1, 33, 5, 6, 35, 1)});
+    c.push_back({"groups_3", make(2, 6, 9, 8, 9, 1, 3)});
+    c.push_back({"cifar10_cnn_conv3_batch1", make(1, 32, 15, 15, 64, 1)});
+    return c;
+  }();
+  return all;
+}
+
+const conv::ConvAlgorithm& winograd(int tile) { return kernels::winograd_gpu_conv_algorithm_with(tile); }
+
+template <typename T>
+void expect_matches_reference(const ConvCase& c, int version, int tile) {
+  ScopedKernelVersion select("conv2d_winograd", version);
+  expect_passes_match<T>(winograd(tile), ConvAlgo::winograd, c.desc,
+                         c.name + " v" + std::to_string(version) + " tile " + std::to_string(tile));
+}
+
+using Param = std::tuple<std::size_t, int, int>;  // case, version, tile (0: per pass)
+
+class WinogradCase : public ::testing::TestWithParam<Param> {};
+
+TEST_P(WinogradCase, EveryPassMatchesTheFloat64Reference) {
+  const auto [index, version, tile] = GetParam();
+  ASSERT_TRUE(winograd(tile).supports(cases()[index].desc)) << winograd(tile).supports(cases()[index].desc).reason;
+  expect_matches_reference<float>(cases()[index], version, tile);
+  expect_matches_reference<double>(cases()[index], version, tile);
+}
+
+class WinogradVersusV1 : public ::testing::TestWithParam<Param> {};
+
+TEST_P(WinogradVersusV1, AgreesWithVersion1) {
+  const auto [index, version, tile] = GetParam();
+  expect_agrees_with_v1(winograd(tile), ConvAlgo::winograd, "conv2d_winograd", version, cases()[index].desc,
+                        cases()[index].name + " v" + std::to_string(version) + " tile " + std::to_string(tile));
+}
+
+std::string case_name(const ::testing::TestParamInfo<Param>& info) {
+  return cases()[std::get<0>(info.param)].name + "_v" + std::to_string(std::get<1>(info.param)) + "_Tile" +
+         std::to_string(std::get<2>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, WinogradCase,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2),
+                                            ::testing::Values(0, 2, 4)),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, WinogradVersusV1,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2),
+                                            ::testing::Values(2, 4)),
+                         case_name);
+
+#if !defined(__CUDACC__)  // thread orders are sim's to choose
+TEST(GpuConvWinograd, ResultsHoldUnderEveryThreadOrder) {
+  for (const char* order : {"reverse", "random:5"}) {
+    sim::ScopedSchedule schedule(sim::Schedule::parse(order));
+    for (int version : {1, 2})
+      for (const char* name : {"groups_3", "f4_edges_13x14"})
+        for (const ConvCase& c : cases())
+          if (c.name == name) expect_matches_reference<float>(c, version, 0);
+  }
+}
+#endif
+
+// A workspace_limit below the whole batch's tiles: every pass runs in
+// chunks, so backward-weights accumulates its point products across them.
+TEST(GpuConvWinograd, BatchesSplitIntoChunksGiveTheSameResult) {
+  Conv2dDesc d = make(3, 3, 12, 10, 4, 1);
+  const std::vector<ConvPass> passes = {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights};
+  std::size_t whole_batch = std::numeric_limits<std::size_t>::max();
+  for (ConvPass pass : passes)
+    whole_batch = std::min(whole_batch, winograd(0).workspace_bytes(d, DType::float64, pass));
+  d.workspace_limit = whole_batch / 3;
+  for (ConvPass pass : passes) EXPECT_LE(winograd(0).workspace_bytes(d, DType::float64, pass), d.workspace_limit);
+  for (int version : {1, 2})
+    for (int tile : {2, 4}) expect_matches_reference<double>(ConvCase{"chunked", d}, version, tile);
+}
+
+TEST(GpuConvWinograd, WorkspaceIsAPureFunctionOfTheDescriptor) {
+  const Conv2dDesc d = make(2, 7, 13, 14, 9, 1);
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
+    const std::size_t first = winograd(0).workspace_bytes(d, DType::float32, pass);
+    {
+      ScopedKernelVersion select("conv2d_winograd", 1);
+      EXPECT_EQ(winograd(0).workspace_bytes(d, DType::float32, pass), first);
+    }
+    EXPECT_EQ(winograd(0).workspace_bytes(d, DType::float32, pass), first);
+  }
+}
+
+TEST(GpuConvWinograd, WorkspaceLimitBelowOneTileNamesTheSizes) {
+  Conv2dDesc d = make(1, 3, 12, 10, 4, 1);
+  d.workspace_limit = 100;
+  try {
+    winograd(0).workspace_bytes(d, DType::float32, ConvPass::forward);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("workspace_limit"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuConvWinograd, UnsupportedDescriptorsSayWhy) {
+  Conv2dDesc strided = make(1, 2, 9, 9, 2, 1);
+  strided.stride_w = 2;
+  EXPECT_NE(winograd(0).supports(strided).reason.find("stride 1 only"), std::string::npos);
+  Conv2dDesc five = make(1, 2, 9, 9, 2, 1);
+  five.R = five.S = 5;
+  EXPECT_NE(winograd(0).supports(five).reason.find("3x3 filters only"), std::string::npos);
+  Conv2dDesc dilated = make(1, 2, 9, 9, 2, 1);
+  dilated.dilation_h = 2;
+  EXPECT_NE(winograd(0).supports(dilated).reason.find("dilation 1 only"), std::string::npos);
+  EXPECT_THROW(winograd(0).workspace_bytes(strided, DType::float32, ConvPass::forward), Error);
+  EXPECT_THROW(kernels::winograd_gpu_conv_algorithm_with(3), Error);
+}
+
+#if !defined(__CUDACC__)  // the cpu algorithms are internal to the library the sim build links
+// The cpu and the GPU support the same descriptors.
+TEST(GpuConvWinograd, SupportsWhatTheCpuSupports) {
+  const conv::ConvAlgorithm& cpu_algo = cpu::winograd_conv_algorithm();
+  for (const ConvCase& c : cpu::testing::conv_cases())
+    EXPECT_EQ(winograd(0).supports(c.desc).ok, cpu_algo.supports(c.desc).ok) << c.name;
+}
+#endif
+
+}  // namespace
+}  // namespace convkit::gpu_testing
