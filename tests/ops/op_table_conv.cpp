@@ -33,7 +33,8 @@ std::vector<ConvCase> conv_cases() {
 std::vector<std::string> families_of(ConvAlgo algo) {
   switch (algo) {
     case ConvAlgo::direct: return {"conv2d_direct"};
-    case ConvAlgo::im2col_gemm: return {"im2col", "gemm"};
+    // Its versions include v1, the explicit im2col + gemm path.
+    case ConvAlgo::im2col_gemm: return {"conv2d_implicit_gemm"};
     case ConvAlgo::fft: return {"conv2d_fft"};
     case ConvAlgo::winograd: return {"conv2d_winograd"};
     default: return {};
