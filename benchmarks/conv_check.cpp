@@ -17,7 +17,7 @@ namespace {
 constexpr double kProductBudget = 2e8;
 constexpr std::size_t kMinSamples = 32, kMaxSamples = 1024, kEdgeSamples = 16;
 constexpr double kNormwiseErrorFactor = 16;
-// As tests/cpu_conv/conv_tolerance.h.
+// As tests/cpu/conv/conv_tolerance.h.
 constexpr double kWinogradErrorFactor = 16;
 
 struct Sum {

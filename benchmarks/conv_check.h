@@ -12,7 +12,7 @@
 // |got - reference| / magnitude over the sample: the relative error a
 // correctly rounded float32 sum of those products would have is ~1e-7, an
 // indexing bug gives ~1. The pass/fail tolerance is the one the algorithm
-// tests use (tests/cpu_conv/conv_tolerance.h): gamma_{n+2} * magnitude per
+// tests use (tests/cpu/conv/conv_tolerance.h): gamma_{n+2} * magnitude per
 // element for algorithms that sum the products (direct, im2col_gemm),
 // 16 * gamma_{n+2} * (largest sampled magnitude) for winograd, whose tile
 // transforms mix neighbouring elements, and 16 * epsilon * (largest sampled

@@ -12,7 +12,7 @@
 #include "conv/fft_tiling.h"
 #include "conv/implicit_gemm.h"
 #include "conv/winograd_tiling.h"
-#include "cpu_conv/conv_reference.h"
+#include "cpu/conv/conv_reference.h"
 
 namespace convkit::conv {
 namespace {

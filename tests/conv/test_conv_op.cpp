@@ -1,7 +1,7 @@
 // conv2d at the op level, what the op table (tests/ops/op_table_conv.cpp:
 // every algorithm on every device against the float64 reference, and
 // gradcheck) cannot say: which inputs get gradients, 'same' padding, errors.
-// The raw algorithms are tested in depth in tests/cpu_conv.
+// The raw algorithms are tested in depth in tests/cpu/conv.
 #include "support/support.h"
 
 namespace convkit {

@@ -1,7 +1,7 @@
 #pragma once
 // Running a GPU convolution algorithm (namespace CK_GPU_NS: gpu_sim under
 // g++, gpu_cuda in the nvcc build of a suite) on the float64-reference test
-// descriptors of tests/cpu_conv.
+// descriptors of tests/cpu/conv.
 //
 // The algorithms take device pointers (conv/conv_algorithm.h), so these raw
 // tests call an algorithm directly, without the op layer or the backend
@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "convkit/backend/kernel_versions.h"
-#include "cpu_conv/conv_reference.h"
-#include "cpu_conv/conv_tolerance.h"
+#include "cpu/conv/conv_reference.h"
+#include "cpu/conv/conv_tolerance.h"
 #include "gpu/gpu_conv_algorithm.h"
 #include "gpu/gpu_testing.h"
 

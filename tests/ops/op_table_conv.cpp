@@ -1,10 +1,10 @@
 // The op table's conv2d entries: one per algorithm of the conv-algorithm
 // table, each over the same descriptors (odd sizes, stride, asymmetric and
 // 'same' padding, groups, dilation, 1x1, no bias, batch 1), against the
-// float64 reference of tests/cpu_conv/conv_reference.h, which enumerates
+// float64 reference of tests/cpu/conv/conv_reference.h, which enumerates
 // every product of the convolution sum. A sample runs where the device
 // supports the algorithm for its descriptor.
-#include "cpu_conv/conv_reference.h"
+#include "cpu/conv/conv_reference.h"
 #include "ops/op_info.h"
 
 namespace convkit::testing {

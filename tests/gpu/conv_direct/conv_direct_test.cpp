@@ -1,5 +1,5 @@
 // The GPU direct convolution (kernels/conv2d_direct.cu) under sim (and cuda, in the nvcc build): every
-// version, every pass, float32 and float64, on tests/cpu_conv's descriptors
+// version, every pass, float32 and float64, on tests/cpu/conv's descriptors
 // (odd sizes, batch 1, stride, asymmetric padding, dilation, groups, C or K = 1,
 // 1x1 to 11x11 filters) plus a few that give v2 several channel chunks and
 // tiles; against the float64 reference and against v1.
@@ -36,7 +36,7 @@ Conv2dDesc make(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, 
   return d;
 }
 
-// tests/cpu_conv's cases, and cases whose channel counts exceed v2's chunks
+// tests/cpu/conv's cases, and cases whose channel counts exceed v2's chunks
 // and blocks (8 channels) and whose outputs span several 8x16 tiles.
 const std::vector<ConvCase>& cases() {
   static const std::vector<ConvCase> all = [] {

@@ -1,7 +1,7 @@
 // The GPU FFT convolution (kernels/conv2d_fft.cu) under sim (and cuda, in the nvcc build): the FFT itself
 // against a naive DFT in long double (1-D complex, 2-D real, both directions,
 // every version), then every pass of the convolution on the stride-1 test
-// descriptors of tests/cpu_conv (odd sizes, batch 1, asymmetric padding,
+// descriptors of tests/cpu/conv (odd sizes, batch 1, asymmetric padding,
 // dilation, groups, C or K = 1, 5x5 to 11x11 filters, many tiles) against
 // the float64 reference and against v1, chunked batches, and the errors.
 #include <gtest/gtest.h>
@@ -193,7 +193,7 @@ Conv2dDesc make(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, 
   return d;
 }
 
-// The stride-1 cases of tests/cpu_conv (fft supports no other), and a few
+// The stride-1 cases of tests/cpu/conv (fft supports no other), and a few
 // with more channels than a GEMM tile and larger tiles.
 const std::vector<ConvCase>& cases() {
   static const std::vector<ConvCase> all = [] {

@@ -2,7 +2,7 @@
 // im2col_gemm algorithm runs it, under sim (and cuda, in the nvcc build):
 // every version of the conv2d_implicit_gemm family (1 the explicit column
 // path, 2 simple, 3 tiled), every pass, float32 and float64, on
-// tests/cpu_conv's descriptors (odd sizes, batch 1, stride, padding,
+// tests/cpu/conv's descriptors (odd sizes, batch 1, stride, padding,
 // dilation, groups) plus tile-straddling and split-K cases and one layer each
 // of cifar10-cnn and resnet18-cifar at batch 1; against the float64
 // reference, against each other, under other thread orders, bit for bit

@@ -1,7 +1,7 @@
 // The GPU Winograd convolution (kernels/conv2d_winograd.cu) under sim (and
 // cuda, in the nvcc build): every pass of every version, with the output tile
 // chosen per pass and forced to F(2x2) and to F(4x4), on the 3x3 stride-1
-// undilated descriptors of tests/cpu_conv and on shapes that cut tiles at the
+// undilated descriptors of tests/cpu/conv and on shapes that cut tiles at the
 // plane's edge (odd sizes, padding 0 to 2, batch 1, channel counts that are
 // no multiple of a GEMM tile, groups, one cifar10-cnn layer), against the
 // float64 reference with the cpu Winograd's tolerance; v2 against v1; chunked

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cpu/conv/im2col.h"
-#include "cpu_conv/conv_reference.h"
+#include "cpu/conv/conv_reference.h"
 
 namespace convkit::cpu::testing {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "cpu/conv/conv_algorithm.h"
 #include "cpu/conv/conv_heuristic.h"
-#include "cpu_conv/conv_reference.h"
+#include "cpu/conv/conv_reference.h"
 
 namespace convkit::cpu {
 namespace {

@@ -1,4 +1,4 @@
-#include "cpu_conv/conv_reference.h"
+#include "cpu/conv/conv_reference.h"
 
 #include <cmath>
 #include <sstream>

@@ -15,8 +15,8 @@
 #include "cpu/conv/conv_common.h"
 #include "cpu/conv/implementations.h"
 #include "cpu/conv/tap_gemm.h"
-#include "cpu_conv/conv_reference.h"
-#include "cpu_conv/conv_tolerance.h"
+#include "cpu/conv/conv_reference.h"
+#include "cpu/conv/conv_tolerance.h"
 
 namespace convkit::cpu::testing {
 namespace {

@@ -10,8 +10,8 @@
 
 #include "convkit/core/error.h"
 #include "cpu/conv/conv_algorithm.h"
-#include "cpu_conv/conv_reference.h"
-#include "cpu_conv/conv_tolerance.h"
+#include "cpu/conv/conv_reference.h"
+#include "cpu/conv/conv_tolerance.h"
 
 namespace convkit::cpu::testing {
 namespace {

@@ -38,7 +38,7 @@
 #include <gtest/gtest.h>
 
 #include "convkit/backend/conv_desc.h"
-#include "cpu_conv/conv_reference.h"
+#include "cpu/conv/conv_reference.h"
 
 namespace convkit::cpu::testing {
 
