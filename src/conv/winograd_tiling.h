@@ -5,6 +5,9 @@
 // plane (correlation.h), clipped where m does not divide it.
 #include <cstdint>
 
+#include "convkit/backend/conv_desc.h"
+#include "convkit/core/error.h"
+
 namespace convkit::conv {
 
 // Transform points per tile: a * a for F(m x m, 3x3), a = m + 2.
@@ -26,6 +29,25 @@ struct WinogradTiling {
 inline int choose_winograd_tile(std::int64_t out_h, std::int64_t out_w, int forced = 0) {
   if (forced != 0) return forced;
   return WinogradTiling(4, out_h, out_w).points() < WinogradTiling(2, out_h, out_w).points() ? 4 : 2;
+}
+
+// The shapes Winograd F(2x2,3x3) and F(4x4,3x3) compute, shared by the cpu
+// and GPU algorithms; `desc` is already validated.
+inline Support winograd_shape_support(const Conv2dDesc& desc) {
+  if (desc.R != 3 || desc.S != 3) {
+    return Support::no(detail::concat("winograd F(2x2,3x3) and F(4x4,3x3) support 3x3 filters only (got ", desc.R,
+                                      "x", desc.S, "); use im2col_gemm, fft or direct"));
+  }
+  if (desc.stride_h != 1 || desc.stride_w != 1) {
+    return Support::no(detail::concat("winograd computes blocks of adjacent outputs, so it supports stride 1 only "
+                                      "(got stride ",
+                                      desc.stride_h, "x", desc.stride_w, "); use im2col_gemm or direct"));
+  }
+  if (desc.dilation_h != 1 || desc.dilation_w != 1) {
+    return Support::no(detail::concat("winograd supports dilation 1 only (got dilation ", desc.dilation_h, "x",
+                                      desc.dilation_w, "); use im2col_gemm, fft or direct"));
+  }
+  return Support::yes();
 }
 
 }  // namespace convkit::conv

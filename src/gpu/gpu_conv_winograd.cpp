@@ -122,20 +122,7 @@ Support check_supported(const Conv2dDesc& desc) {
   } catch (const Error& e) {
     return Support::no(e.what());
   }
-  if (desc.R != 3 || desc.S != 3) {
-    return Support::no(detail::concat("winograd F(2x2,3x3) and F(4x4,3x3) support 3x3 filters only (got ", desc.R,
-                                      "x", desc.S, "); use im2col_gemm, fft or direct"));
-  }
-  if (desc.stride_h != 1 || desc.stride_w != 1) {
-    return Support::no(detail::concat("winograd computes blocks of adjacent outputs, so it supports stride 1 only "
-                                      "(got stride ",
-                                      desc.stride_h, "x", desc.stride_w, "); use im2col_gemm or direct"));
-  }
-  if (desc.dilation_h != 1 || desc.dilation_w != 1) {
-    return Support::no(detail::concat("winograd supports dilation 1 only (got dilation ", desc.dilation_h, "x",
-                                      desc.dilation_w, "); use im2col_gemm, fft or direct"));
-  }
-  return Support::yes();
+  return conv::winograd_shape_support(desc);
 }
 
 class WinogradGpuConv final : public conv::ConvAlgorithm {
