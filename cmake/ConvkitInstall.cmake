@@ -19,5 +19,11 @@ install(FILES ${PROJECT_BINARY_DIR}/convkitConfig.cmake ${PROJECT_BINARY_DIR}/co
 # For builds without CMake; relocatable (see the file): the way up from
 # LIBDIR/pkgconfig to the prefix, "../.." or, for a multiarch LIBDIR, "../../..".
 file(RELATIVE_PATH convkit_pc_to_prefix /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+# A sanitized build says what its CMake target says (src/CMakeLists.txt): the
+# application links the ASan/UBSan runtime, which must be loaded first.
+set(convkit_pc_sanitizer_libs "")
+if(CONVKIT_SANITIZE)
+  set(convkit_pc_sanitizer_libs " -fsanitize=address,undefined")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/convkit.pc.in ${PROJECT_BINARY_DIR}/convkit.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/convkit.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
