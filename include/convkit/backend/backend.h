@@ -141,7 +141,11 @@ class Backend : public Allocator {
                                 bool log, const Tensor& grad_in);
 
   // Fused log-softmax + NLL with label smoothing s over logits [N, C] and int64
-  // targets [N] (already checked to lie in [0, C)). With the target
+  // targets [N], checked by the op to lie in [0, C) on the cpu only: a
+  // backend that implements this op checks them in its kernel, gives a bad
+  // row the loss NaN, and raises Error naming the target, its position and C
+  // at its next copy_to_host or synchronize (the GPU backends:
+  // src/gpu/target_check.h), so that no step waits on the device. With the target
   // distribution q = (1 - s) * onehot(target) + s / C:
   // lse[n] = logsumexp(x[n]) and loss[n] = lse[n] - sum_c q[n, c] * x[n, c].
   virtual void cross_entropy_forward(const Tensor& logits, const Tensor& targets,
