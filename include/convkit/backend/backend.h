@@ -29,6 +29,15 @@
 namespace convkit {
 
 // What `convkit devices` prints for one device.
+// One parameter of a multi-tensor optimizer update (Backend::sgd_update_many).
+struct SgdTensors {
+  Tensor param, grad, momentum_buffer;
+  bool first_step = false;
+};
+struct AdamTensors {
+  Tensor param, grad, exp_avg, exp_avg_sq;
+};
+
 struct BackendInfo {
   std::string name;        // "cpu", "sim", "cuda:0"; "cuda" when no GPU can be listed
   bool usable = false;
@@ -166,6 +175,13 @@ class Backend : public Allocator {
                           SgdStep step);
   virtual void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                            const Tensor& exp_avg_sq, AdamStep step);
+  // The same updates over the tensors of one optimizer group, which share the
+  // step's hyper-parameters (SgdTensors::first_step replaces
+  // SgdStep::first_step per tensor). Every tensor is as above. The defaults
+  // call sgd_update / adam_update once per tensor; the GPU backends update
+  // the whole list in one launch (kernels/optimizer.cu, v3).
+  virtual void sgd_update_many(const std::vector<SgdTensors>& tensors, SgdStep step);
+  virtual void adam_update_many(const std::vector<AdamTensors>& tensors, AdamStep step);
 
   // ---- convolution (convkit/ops/conv.h; one page per algorithm in
   // docs/algorithms/). x, w, y, dy, dx, dw are contiguous and laid out as in

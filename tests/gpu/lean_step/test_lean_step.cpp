@@ -3,10 +3,13 @@
 // reported at the next synchronisation), and fit() reads its metrics once per
 // log point, not once per step. The counters are the sim build's
 // (gpu/device_memory.h); the cuda plugin keeps its own.
+#include "convkit/sim/check.h"
+#include "convkit/sim/profile.h"
 #include "gpu/gpu_testing.h"
 #include "train/train_fixtures.h"
 // Last: the sim's CUDA keywords are macros that the headers above must not see.
 #include "gpu/device_memory.h"
+#include "kernels/optimizer.cuh"
 
 namespace convkit {
 namespace {
@@ -102,6 +105,67 @@ TEST(LeanStep, TrainingStepsCopyNothingToTheHost) {
   expect_step_without_copies(sgd, *net, x, y);
   optim::AdamW adamw(net->parameters(), optim::AdamOptions(1e-3).weight_decay(0.01));
   expect_step_without_copies(adamw, *net, x, y);
+}
+
+std::uint64_t optimizer_launches(const std::vector<sim::KernelProfile>& profile) {
+  std::uint64_t n = 0;
+  for (const auto& k : profile)
+    if (k.kernel.rfind("sgd_v", 0) == 0 || k.kernel.rfind("adam_v", 0) == 0) n += k.launches;
+  return n;
+}
+
+TEST(LeanStep, OptimizerStepIsOneLaunchPerGroup) {
+  if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  manual_seed(6);
+  auto net = testing::small_cnn(3);  // 4 parameter tensors
+  net->to(kSim);
+  const std::vector<Tensor> params = net->parameters();
+  const Tensor x = randn({4, 1, 8, 8}).to(kSim);
+  const Tensor y = sim_targets({0, 1, 2, 0});
+  auto backward = [&] { cross_entropy(net->forward(x), y).backward(); };
+  std::vector<optim::ParamGroup> groups{{{params[0], params[1]}, {}, {}}, {{params[2], params[3]}, 0.01, {}}};
+  optim::SGD sgd(groups, optim::SGDOptions(0.05).momentum(0.9));
+  optim::Adam adam(groups, optim::AdamOptions(1e-3));
+  for (optim::Optimizer* opt : std::initializer_list<optim::Optimizer*>{&sgd, &adam})
+    for (int step = 0; step < 2; ++step) {  // the first makes the state, the second reuses it
+      opt->zero_grad();
+      backward();
+      sim::ScopedProfile profile;
+      opt->step();
+      EXPECT_EQ(optimizer_launches(profile.take()), 2u) << opt->name() << " step " << step;
+    }
+  // The per-tensor twin: one launch per parameter.
+  gpu_sim::register_optimizer_kernels();
+  testing::ScopedKernelVersion v1("optimizer", 1);
+  adam.zero_grad();
+  backward();
+  sim::ScopedProfile profile;
+  adam.step();
+  EXPECT_EQ(optimizer_launches(profile.take()), 4u);
+}
+
+TEST(LeanStep, MultiTensorStepMatchesThePerTensorStepBitForBit) {
+  gpu_sim::register_optimizer_kernels();  // so that the version can be set before the first launch
+  auto run = [](int version) {
+    testing::ScopedKernelVersion v("optimizer", version);
+    manual_seed(7);
+    auto net = testing::small_cnn(3);
+    net->to(kSim);
+    const Tensor x = randn({4, 1, 8, 8}).to(kSim);
+    const Tensor y = sim_targets({0, 1, 2, 0});
+    optim::SGD sgd(net->parameters(), optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(1e-3));
+    optim::AdamW adamw(net->parameters(), optim::AdamOptions(1e-2).weight_decay(0.1));
+    for (optim::Optimizer* opt : std::initializer_list<optim::Optimizer*>{&sgd, &adamw, &sgd})
+      for (int step = 0; step < 2; ++step) {
+        opt->zero_grad();
+        cross_entropy(net->forward(x), y).backward();
+        opt->step();
+      }
+    std::vector<std::vector<float>> out;
+    for (const Tensor& p : net->parameters()) out.push_back(p.to_vector<float>());
+    return out;
+  };
+  EXPECT_EQ(run(3), run(1));
 }
 
 // The device-to-host copies of one fit() epoch of `steps` steps.
