@@ -9,6 +9,11 @@
 
 namespace convkit::CK_GPU_NS {
 
+// Registers the "elementwise" kernel family (idempotent), so that
+// set_kernel_version("elementwise", v) works before the first launch. It
+// chooses the version of launch_unary (not copy) and launch_binary.
+void register_elementwise_kernels();
+
 // out = value, for every element of the (possibly strided) out view.
 void launch_fill(DType dtype, void* out, const StridedView& out_view, std::int64_t n, double value);
 // out = op(x) with scalar parameters a, b (see UnaryOp). x and out share a

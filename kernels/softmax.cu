@@ -248,9 +248,19 @@ __device__ __forceinline__ void write_cross_entropy(MaxSum<T> s, T sum_x, T x_ta
                              q.uniform * static_cast<double>(sum_x));
 }
 
+// x[row, target], or NaN for a target outside [0, C), which is recorded in
+// `bad` (kernels/target_check.cuh) rather than read out of bounds.
+template <typename T>
+__device__ __forceinline__ T target_logit(const T* xr, const std::int64_t* targets, std::int64_t row,
+                                          std::int64_t C, BadTargetRecord* bad) {
+  const std::int64_t t = targets[row];
+  return check_target(bad, kCrossEntropy, row, t, C) ? xr[t] : static_cast<T>(NAN);
+}
+
 template <typename T>
 __global__ void cross_entropy_v1_thread_per_row(const T* x, const std::int64_t* targets, std::int64_t N,
-                                                std::int64_t C, SmoothedTarget q, T* loss, T* lse) {
+                                                std::int64_t C, SmoothedTarget q, T* loss, T* lse,
+                                                BadTargetRecord* bad) {
   for (std::int64_t row = grid_thread(); row < N; row += grid_threads()) {
     const T* xr = x + row * C;
     T max = static_cast<T>(-INFINITY);
@@ -260,13 +270,13 @@ __global__ void cross_entropy_v1_thread_per_row(const T* x, const std::int64_t* 
       sum += dev::exp(xr[c] - max);
       sum_x += xr[c];
     }
-    write_cross_entropy(MaxSum<T>{max, sum}, sum_x, xr[targets[row]], q, loss, lse, row);
+    write_cross_entropy(MaxSum<T>{max, sum}, sum_x, target_logit(xr, targets, row, C, bad), q, loss, lse, row);
   }
 }
 
 template <typename T>
 __global__ void cross_entropy_v2_warp_rows(const T* x, const std::int64_t* targets, std::int64_t N, std::int64_t C,
-                                           SmoothedTarget q, T* loss, T* lse) {
+                                           SmoothedTarget q, T* loss, T* lse, BadTargetRecord* bad) {
   const unsigned lane = lane_id();
   for (std::int64_t row = grid_thread() / kWarpSize; row < N; row += grid_threads() / kWarpSize) {
     const T* xr = x + row * C;
@@ -278,13 +288,13 @@ __global__ void cross_entropy_v2_warp_rows(const T* x, const std::int64_t* targe
     }
     s = warp_reduce_all(s, MergeMaxSum<T>{});
     sum_x = warp_reduce_all(sum_x, Add{});
-    if (lane == 0) write_cross_entropy(s, sum_x, xr[targets[row]], q, loss, lse, row);
+    if (lane == 0) write_cross_entropy(s, sum_x, target_logit(xr, targets, row, C, bad), q, loss, lse, row);
   }
 }
 
 template <typename T>
 __global__ void cross_entropy_v2_block_rows(const T* x, const std::int64_t* targets, std::int64_t N, std::int64_t C,
-                                            SmoothedTarget q, T* loss, T* lse) {
+                                            SmoothedTarget q, T* loss, T* lse, BadTargetRecord* bad) {
   __shared__ SharedArray<MaxSum<T>[kWarpsPerBlock]> warp_max_sum;
   __shared__ SharedArray<T[kWarpsPerBlock]> warp_sum_x;
   for (std::int64_t row = blockIdx.x; row < N; row += gridDim.x) {
@@ -297,7 +307,7 @@ __global__ void cross_entropy_v2_block_rows(const T* x, const std::int64_t* targ
     }
     s = block_max_sum(s, warp_max_sum);
     sum_x = block_sum(sum_x, warp_sum_x);
-    if (threadIdx.x == 0) write_cross_entropy(s, sum_x, xr[targets[row]], q, loss, lse, row);
+    if (threadIdx.x == 0) write_cross_entropy(s, sum_x, target_logit(xr, targets, row, C, bad), q, loss, lse, row);
     __syncthreads();
   }
 }
@@ -425,7 +435,8 @@ void launch_softmax_backward(DType dtype, const void* grad_out, const void* y, v
 }
 
 void launch_cross_entropy_forward(DType dtype, const void* logits, const std::int64_t* targets, std::int64_t N,
-                                  std::int64_t C, double label_smoothing, void* loss, void* lse, int version) {
+                                  std::int64_t C, double label_smoothing, void* loss, void* lse, int version,
+                                  BadTargetRecord* bad) {
   if (N == 0) return;
   CK_CHECK(C > 0, "cross_entropy: ", C, " classes");
   const SmoothedTarget q{1.0 - label_smoothing, label_smoothing / static_cast<double>(C)};
@@ -439,15 +450,15 @@ void launch_cross_entropy_forward(DType dtype, const void* logits, const std::in
       case SoftmaxMapping::thread_per_row:
       case SoftmaxMapping::columns:
         launch(cross_entropy_v1_thread_per_row<T>, dim3(blocks_for(kBlockThreads, N)), dim3(kBlockThreads), 0,
-               nullptr, xp, targets, N, C, q, lp, sp);
+               nullptr, xp, targets, N, C, q, lp, sp, bad);
         return;
       case SoftmaxMapping::warp_rows:
         launch(cross_entropy_v2_warp_rows<T>, dim3(blocks_for(kWarpsPerBlock, N)), dim3(kBlockThreads), 0, nullptr,
-               xp, targets, N, C, q, lp, sp);
+               xp, targets, N, C, q, lp, sp, bad);
         return;
       case SoftmaxMapping::block_rows:
         launch(cross_entropy_v2_block_rows<T>, dim3(blocks_for(1, N)), dim3(kBlockThreads), 0, nullptr, xp, targets,
-               N, C, q, lp, sp);
+               N, C, q, lp, sp, bad);
         return;
     }
   });

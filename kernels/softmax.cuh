@@ -8,6 +8,7 @@
 
 #include "convkit/core/dtype.h"
 #include "convkit/sim/cuda_compat.h"
+#include "kernels/target_check.cuh"
 
 namespace convkit::CK_GPU_NS {
 
@@ -38,9 +39,12 @@ void launch_softmax_backward(DType dtype, const void* grad_out, const void* y, v
                              std::int64_t n, std::int64_t inner, bool log, int version);
 
 // Over logits [N, C] and int64 targets [N] in [0, C), with q = (1 - s) * onehot + s / C:
-// lse[n] = logsumexp(x[n]), loss[n] = lse[n] - sum_c q[n, c] * x[n, c].
+// lse[n] = logsumexp(x[n]), loss[n] = lse[n] - sum_c q[n, c] * x[n, c]. A
+// target outside [0, C) gives loss NaN and is recorded in `bad` (when not
+// null) for the host to report at its next synchronisation.
 void launch_cross_entropy_forward(DType dtype, const void* logits, const std::int64_t* targets, std::int64_t N,
-                                  std::int64_t C, double label_smoothing, void* loss, void* lse, int version);
+                                  std::int64_t C, double label_smoothing, void* loss, void* lse, int version,
+                                  BadTargetRecord* bad = nullptr);
 // grad_logits[n, c] = grad_loss[n] * (exp(x[n, c] - lse[n]) - q[n, c]). One version.
 void launch_cross_entropy_backward(DType dtype, const void* logits, const std::int64_t* targets, const void* lse,
                                    const void* grad_loss, std::int64_t N, std::int64_t C, double label_smoothing,

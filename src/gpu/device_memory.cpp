@@ -1,5 +1,6 @@
 #include "gpu/device_memory.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -9,6 +10,13 @@
 #include "core/block_cache.h"
 
 namespace convkit::CK_GPU_NS {
+
+namespace {
+std::atomic<std::uint64_t> g_device_to_host_copies{0};
+void count_device_to_host() { g_device_to_host_copies.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace
+
+std::uint64_t device_to_host_copies() { return g_device_to_host_copies.load(std::memory_order_relaxed); }
 
 #if defined(__CUDACC__)
 
@@ -90,6 +98,7 @@ void copy_host_to_device(void* dst, const void* src, std::size_t n) {
   CK_CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
 }
 void copy_device_to_host(void* dst, const void* src, std::size_t n) {
+  count_device_to_host();
   CK_CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost));
 }
 void copy_device_to_device(void* dst, const void* src, std::size_t n) {
@@ -102,7 +111,10 @@ void device_synchronize() { CK_CUDA_CHECK(cudaDeviceSynchronize()); }
 void* device_allocate(std::size_t nbytes) { return sim::global_allocate(nbytes); }
 void device_free(void* ptr, std::size_t) { sim::global_free(ptr); }
 void copy_host_to_device(void* dst, const void* src, std::size_t n) { if (n) std::memcpy(dst, src, n); }
-void copy_device_to_host(void* dst, const void* src, std::size_t n) { if (n) std::memcpy(dst, src, n); }
+void copy_device_to_host(void* dst, const void* src, std::size_t n) {
+  count_device_to_host();
+  if (n) std::memcpy(dst, src, n);
+}
 void copy_device_to_device(void* dst, const void* src, std::size_t n) { if (n) std::memcpy(dst, src, n); }
 void device_synchronize() {}  // launches return when their grid has finished
 

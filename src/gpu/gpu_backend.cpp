@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include "gpu/device_memory.h"
+#include "gpu/target_check.h"
 
 #if defined(__CUDACC__)
 #include "gpu/cuda_probe.h"
@@ -31,10 +32,16 @@ void GpuBackend::deallocate(void* ptr, std::size_t nbytes) { device_free(ptr, nb
 void GpuBackend::copy_from_host(void* dst, const void* src, std::size_t nbytes) {
   copy_host_to_device(dst, src, nbytes);
 }
+// Copies to the host and synchronisation are where a bad class target that a
+// loss kernel recorded on the device surfaces (gpu/target_check.h).
 void GpuBackend::copy_to_host(void* dst, const void* src, std::size_t nbytes) {
   copy_device_to_host(dst, src, nbytes);
+  check_recorded_targets();
 }
-void GpuBackend::synchronize() { device_synchronize(); }
+void GpuBackend::synchronize() {
+  device_synchronize();
+  check_recorded_targets();
+}
 
 StridedView strided_view(const Tensor& t) {
   CK_CHECK(t.dim() <= kMaxDims, "GPU kernels take tensors of at most ", kMaxDims, " dims, got shape ", t.shape());

@@ -60,6 +60,8 @@ class GpuBackend final : public Backend {
   // ---- optimizer updates: src/gpu/gpu_optimizer.cpp
   void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, SgdStep step) override;
   void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq, AdamStep step) override;
+  void sgd_update_many(const std::vector<SgdTensors>& tensors, SgdStep step) override;
+  void adam_update_many(const std::vector<AdamTensors>& tensors, AdamStep step) override;
 
   // ---- convolution: src/gpu/gpu_conv.cpp
   Support conv2d_supports(ConvAlgo algo, const Conv2dDesc& desc) override;

@@ -1,5 +1,6 @@
 // GpuBackend's softmax, log-softmax and fused cross-entropy: kernels/softmax.cu.
 #include "gpu/gpu_backend.h"
+#include "gpu/target_check.h"
 #include "kernels/softmax.cuh"
 
 namespace convkit::CK_GPU_NS {
@@ -46,7 +47,7 @@ void GpuBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targe
   CK_CHECK(logits.dim() == 2, "cross_entropy: logits must be [N, C], got ", logits.shape());
   launch_cross_entropy_forward(logits.dtype(), logits.raw_data(), targets.data<std::int64_t>(), logits.size(0),
                                logits.size(1), label_smoothing, loss.raw_data(), lse.raw_data(),
-                               softmax_kernel_version());
+                               softmax_kernel_version(), bad_target_record());
 }
 
 void GpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,

@@ -26,9 +26,13 @@ Tensor apply_reduction(const Tensor& per_element, Reduction reduction) {
   CK_FAIL("loss: unknown reduction ", static_cast<int>(reduction));
 }
 
-// scores: [N, C] floating; targets: int64 [N] of class indices in [0, C). The
-// values are checked on the host: N integers, cheap next to the [N, C] scores.
-void check_class_targets(const char* op, const Tensor& scores, const Tensor& targets) {
+// scores: [N, C] floating; targets: int64 [N] of class indices in [0, C).
+// The values are checked here, on the host, unless `kernel_checks` says that
+// the op's kernel checks them where it reads them: cross_entropy's on a
+// backend that implements it (sim, cuda), which records a bad target on the
+// device and raises it at the next synchronisation (src/gpu/target_check.h),
+// so that a training step never waits to copy its labels back.
+void check_class_targets(const char* op, const Tensor& scores, const Tensor& targets, bool kernel_checks = false) {
   detail::check_floating(op, scores);
   CK_CHECK(scores.dim() == 2, op, ": expected scores of shape [N, classes], got ", scores.shape());
   detail::check_defined(op, targets, "targets");
@@ -38,6 +42,7 @@ void check_class_targets(const char* op, const Tensor& scores, const Tensor& tar
            " but the scores are on ", scores.device());
   CK_CHECK(targets.dim() == 1 && targets.size(0) == scores.size(0), op, ": targets must have shape [",
            scores.size(0), "] for scores of shape ", scores.shape(), ", got ", targets.shape());
+  if (kernel_checks) return;
   const std::int64_t classes = scores.size(1);
   const auto values = targets.to_vector<std::int64_t>();
   for (std::size_t i = 0; i < values.size(); ++i)
@@ -57,7 +62,9 @@ void check_same_shape(const char* op, const Tensor& input, const Tensor& target)
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, double label_smoothing,
                      Reduction reduction) {
   const detail::OpScope op_scope("cross_entropy");
-  check_class_targets("cross_entropy", logits, targets);
+  const bool kernel_checks = logits.device() != kCPU &&
+                             detail::backend_of(logits).supports(BackendOp::cross_entropy_forward);
+  check_class_targets("cross_entropy", logits, targets, kernel_checks);
   CK_CHECK(label_smoothing >= 0 && label_smoothing <= 1,
            "cross_entropy: label_smoothing must be in [0, 1], got ", label_smoothing);
   CK_CHECK(logits.size(1) > 0, "cross_entropy: scores of shape ", logits.shape(), " have no classes");

@@ -1,5 +1,6 @@
 #include "convkit/optim/adam.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "convkit/backend/backend.h"
@@ -46,22 +47,10 @@ void adam_update(const Tensor& param, const Tensor& grad, Tensor& exp_avg, Tenso
   p.add_(exp_avg / denom, -step_size);
 }
 
-void fused_adam_update(const Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
-                       std::int64_t step, double lr, double weight_decay, bool decoupled_weight_decay,
-                       const AdamOptions& o) {
-  detail::check_param_and_grad("fused_adam_update", param, grad);
-  CK_CHECK(step >= 1, "fused_adam_update: step counts from 1, got ", step);
-  if (!param.is_contiguous()) {
-    adam_update(param, grad, exp_avg, exp_avg_sq, step, lr, weight_decay, decoupled_weight_decay, o);
-    return;
-  }
-  for (Tensor* buffer : {&exp_avg, &exp_avg_sq}) {
-    if (!buffer->defined()) {
-      *buffer = zeros_like(param);
-    } else {
-      detail::prepare_buffer("fused_adam_update", buffer == &exp_avg ? "exp_avg" : "exp_avg_sq", param, *buffer);
-    }
-  }
+namespace {
+
+AdamStep adam_step(std::int64_t step, double lr, double weight_decay, bool decoupled_weight_decay,
+                   const AdamOptions& o) {
   const double t = static_cast<double>(step);
   AdamStep s;
   s.lr = lr;
@@ -72,11 +61,45 @@ void fused_adam_update(const Tensor& param, const Tensor& grad, Tensor& exp_avg,
   s.decoupled_weight_decay = decoupled_weight_decay;
   s.bias_correction1 = 1.0 - std::pow(o.beta1_, t);
   s.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(o.beta2_, t));
+  return s;
+}
+
+// Readies a contiguous parameter for the fused kernel: its moments made
+// (zeros) or checked and made contiguous; the gradient made contiguous.
+AdamTensors fused_arguments(const char* op, const Tensor& param, const Tensor& grad, Tensor& exp_avg,
+                            Tensor& exp_avg_sq) {
+  for (Tensor* buffer : {&exp_avg, &exp_avg_sq}) {
+    if (!buffer->defined()) {
+      *buffer = zeros_like(param);
+    } else {
+      detail::prepare_buffer(op, buffer == &exp_avg ? "exp_avg" : "exp_avg_sq", param, *buffer);
+    }
+  }
+  return {param, grad.contiguous(), exp_avg, exp_avg_sq};
+}
+
+void bump_versions(const AdamTensors& t) {
+  t.param.storage()->bump_version();
+  t.exp_avg.storage()->bump_version();
+  t.exp_avg_sq.storage()->bump_version();
+}
+
+}  // namespace
+
+void fused_adam_update(const Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                       std::int64_t step, double lr, double weight_decay, bool decoupled_weight_decay,
+                       const AdamOptions& o) {
+  detail::check_param_and_grad("fused_adam_update", param, grad);
+  CK_CHECK(step >= 1, "fused_adam_update: step counts from 1, got ", step);
+  if (!param.is_contiguous()) {
+    adam_update(param, grad, exp_avg, exp_avg_sq, step, lr, weight_decay, decoupled_weight_decay, o);
+    return;
+  }
+  const AdamTensors t = fused_arguments("fused_adam_update", param, grad, exp_avg, exp_avg_sq);
   if (param.numel() == 0) return;
-  backend_for(param.device()).adam_update(param, grad.contiguous(), exp_avg, exp_avg_sq, s);
-  param.storage()->bump_version();
-  exp_avg.storage()->bump_version();
-  exp_avg_sq.storage()->bump_version();
+  backend_for(param.device())
+      .adam_update(t.param, t.grad, t.exp_avg, t.exp_avg_sq, adam_step(step, lr, weight_decay, decoupled_weight_decay, o));
+  bump_versions(t);
 }
 
 Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
@@ -95,6 +118,44 @@ void Adam::update(const Tensor& param, const Tensor& grad, ParamState& state, co
   Tensor& exp_avg_sq = state.slot("exp_avg_sq");
   const auto rule = options_.fused_ ? fused_adam_update : adam_update;
   rule(param, grad, exp_avg, exp_avg_sq, state.step, *group.lr, *group.weight_decay, decoupled_, options_);
+}
+
+void Adam::update_group(const std::vector<PendingUpdate>& updates, const ParamGroup& group) {
+  if (!options_.fused_) {
+    Optimizer::update_group(updates, group);
+    return;
+  }
+  // One backend call per device, dtype and step count (the bias corrections
+  // depend on it) among the group's contiguous parameters: one, unless some
+  // parameters missed steps. Views take the composed path.
+  struct Batch {
+    std::int64_t step;
+    std::vector<AdamTensors> tensors;
+  };
+  std::vector<Batch> batches;
+  for (const PendingUpdate& u : updates) {
+    detail::check_param_and_grad(name().c_str(), u.param, u.grad);
+    if (!u.param.is_contiguous()) {
+      update(u.param, u.grad, *u.state, group);
+      continue;
+    }
+    AdamTensors t = fused_arguments(name().c_str(), u.param, u.grad, u.state->slot("exp_avg"),
+                                    u.state->slot("exp_avg_sq"));
+    if (u.param.numel() == 0) continue;
+    const std::int64_t step = u.state->step;
+    auto same = [&](const Batch& b) {
+      return b.step == step && b.tensors.front().param.device() == t.param.device() &&
+             b.tensors.front().param.dtype() == t.param.dtype();
+    };
+    auto it = std::find_if(batches.begin(), batches.end(), same);
+    if (it == batches.end()) it = batches.insert(batches.end(), Batch{step, {}});
+    it->tensors.push_back(std::move(t));
+  }
+  for (const Batch& b : batches) {
+    backend_for(b.tensors.front().param.device())
+        .adam_update_many(b.tensors, adam_step(b.step, *group.lr, *group.weight_decay, decoupled_, options_));
+    for (const AdamTensors& t : b.tensors) bump_versions(t);
+  }
 }
 
 AdamW::AdamW(std::vector<Tensor> params, const AdamOptions& options)

@@ -77,9 +77,15 @@ void follow_param(const Tensor& param, ParamState& state) {
 }
 }  // namespace
 
+void Optimizer::update_group(const std::vector<PendingUpdate>& updates, const ParamGroup& group) {
+  for (const PendingUpdate& u : updates) update(u.param, u.grad, *u.state, group);
+}
+
 void Optimizer::step() {
   NoGradGuard no_grad;
+  std::vector<PendingUpdate> updates;
   for (const auto& group : groups_) {
+    updates.clear();
     for (const Tensor& p : group.params) {
       const Tensor grad = p.grad();
       if (!grad.defined()) continue;
@@ -89,8 +95,9 @@ void Optimizer::step() {
       ParamState& st = state_[p.impl()];
       follow_param(p, st);
       ++st.step;
-      update(p, grad, st, group);
+      updates.push_back({p, grad, &st});
     }
+    if (!updates.empty()) update_group(updates, group);
   }
 }
 

@@ -1,5 +1,7 @@
 #include "convkit/optim/sgd.h"
 
+#include <algorithm>
+
 #include "convkit/backend/backend.h"
 #include "convkit/ops/elementwise.h"
 #include "convkit/ops/factory.h"
@@ -34,6 +36,42 @@ void sgd_update(const Tensor& param, const Tensor& grad, Tensor& momentum_buffer
   p.add_(d_p, -lr);
 }
 
+namespace {
+
+SgdStep sgd_step(double lr, double weight_decay, const SGDOptions& o) {
+  SgdStep step;
+  step.lr = lr;
+  step.weight_decay = weight_decay;
+  step.momentum = o.momentum_;
+  step.dampening = o.dampening_;
+  step.nesterov = o.nesterov_;
+  return step;
+}
+
+// Readies a contiguous parameter for the fused kernel: its momentum buffer
+// made (first step) or checked and made contiguous. Returns the kernel's
+// arguments, the gradient made contiguous.
+SgdTensors fused_arguments(const char* op, const Tensor& param, const Tensor& grad, Tensor& momentum_buffer,
+                           const SGDOptions& o) {
+  bool first_step = false;
+  if (o.momentum_ != 0) {
+    first_step = !momentum_buffer.defined();
+    if (first_step) {
+      momentum_buffer = empty_like(param);
+    } else {
+      detail::prepare_buffer(op, "momentum buffer", param, momentum_buffer);
+    }
+  }
+  return {param, grad.contiguous(), momentum_buffer, first_step};
+}
+
+void bump_versions(const SgdTensors& t) {
+  t.param.storage()->bump_version();
+  if (t.momentum_buffer.defined()) t.momentum_buffer.storage()->bump_version();
+}
+
+}  // namespace
+
 void fused_sgd_update(const Tensor& param, const Tensor& grad, Tensor& momentum_buffer, double lr,
                       double weight_decay, const SGDOptions& o) {
   detail::check_param_and_grad("fused_sgd_update", param, grad);
@@ -41,24 +79,12 @@ void fused_sgd_update(const Tensor& param, const Tensor& grad, Tensor& momentum_
     sgd_update(param, grad, momentum_buffer, lr, weight_decay, o);
     return;
   }
-  SgdStep step;
-  step.lr = lr;
-  step.weight_decay = weight_decay;
-  step.momentum = o.momentum_;
-  step.dampening = o.dampening_;
-  step.nesterov = o.nesterov_;
-  if (o.momentum_ != 0) {
-    step.first_step = !momentum_buffer.defined();
-    if (step.first_step) {
-      momentum_buffer = empty_like(param);
-    } else {
-      detail::prepare_buffer("fused_sgd_update", "momentum buffer", param, momentum_buffer);
-    }
-  }
+  const SgdTensors t = fused_arguments("fused_sgd_update", param, grad, momentum_buffer, o);
   if (param.numel() == 0) return;
-  backend_for(param.device()).sgd_update(param, grad.contiguous(), momentum_buffer, step);
-  param.storage()->bump_version();
-  if (momentum_buffer.defined()) momentum_buffer.storage()->bump_version();
+  SgdStep step = sgd_step(lr, weight_decay, o);
+  step.first_step = t.first_step;
+  backend_for(param.device()).sgd_update(t.param, t.grad, t.momentum_buffer, step);
+  bump_versions(t);
 }
 
 SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
@@ -75,6 +101,38 @@ void SGD::update(const Tensor& param, const Tensor& grad, ParamState& state, con
     return;
   }
   rule(param, grad, state.slot("momentum_buffer"), *group.lr, *group.weight_decay, options_);
+}
+
+void SGD::update_group(const std::vector<PendingUpdate>& updates, const ParamGroup& group) {
+  if (!options_.fused_) {
+    Optimizer::update_group(updates, group);
+    return;
+  }
+  // One backend call per device and dtype among the group's contiguous
+  // parameters (one, in practice); views take the composed path.
+  std::vector<std::vector<SgdTensors>> batches;
+  for (const PendingUpdate& u : updates) {
+    detail::check_param_and_grad("SGD.step", u.param, u.grad);
+    if (!u.param.is_contiguous()) {
+      update(u.param, u.grad, *u.state, group);
+      continue;
+    }
+    Tensor none;
+    Tensor& buffer = options_.momentum_ != 0 ? u.state->slot("momentum_buffer") : none;
+    SgdTensors t = fused_arguments("SGD.step", u.param, u.grad, buffer, options_);
+    if (u.param.numel() == 0) continue;
+    auto same = [&](const std::vector<SgdTensors>& b) {
+      return b.front().param.device() == t.param.device() && b.front().param.dtype() == t.param.dtype();
+    };
+    auto it = std::find_if(batches.begin(), batches.end(), same);
+    if (it == batches.end()) it = batches.insert(batches.end(), std::vector<SgdTensors>());
+    it->push_back(std::move(t));
+  }
+  const SgdStep step = sgd_step(*group.lr, *group.weight_decay, options_);
+  for (const auto& batch : batches) {
+    backend_for(batch.front().param.device()).sgd_update_many(batch, step);
+    for (const SgdTensors& t : batch) bump_versions(t);
+  }
 }
 
 }  // namespace convkit::optim

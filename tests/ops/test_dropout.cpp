@@ -102,6 +102,28 @@ TEST_P(Dropout, GradientIsTheScaledMask) {
   }
 }
 
+// The backward draws the mask again from (seed, offset), even after the
+// generator has moved on or been reseeded, and the graph holds no mask: a
+// recorded dropout keeps only its output alive.
+TEST_P(Dropout, BackwardRegeneratesTheMaskAndNothingIsSaved) {
+  std::mt19937_64 rng(testing::kSeed + 306);
+  for (DType dt : {DType::float32, DType::float64}) {
+    const double p = 0.3;
+    Tensor x = positive_input({37, 11}, rng, opts(dt, GetParam()).requires_grad());
+    const DeviceType type = GetParam().type;
+    const std::size_t before = memory_allocated(type);
+    Tensor y = dropout(x, p, true);
+    EXPECT_EQ(memory_allocated(type) - before, static_cast<std::size_t>(y.numel()) * dtype_size(dt))
+        << "the graph holds a mask beside the output";
+    manual_seed(12345);  // moves the generator; the backward must not depend on it
+    (void)rand({9}, opts(dt, GetParam()));
+    y.backward(ones_like(y));
+    // d y / d x is y / x elementwise: the forward's mask.
+    EXPECT_TRUE(all_close(x.grad(), div(y.detach(), x.detach()).to_vector<double>(), testing::tol_for(dt),
+                          testing::tol_for(dt)));
+  }
+}
+
 TEST_P(Dropout, GradcheckWithAFixedSeed) {
   std::mt19937_64 rng(testing::kSeed + 305);
   const Tensor x = random_tensor({4, 5}, rng, opts(DType::float64, GetParam()).requires_grad());

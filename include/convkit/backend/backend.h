@@ -29,6 +29,15 @@
 namespace convkit {
 
 // What `convkit devices` prints for one device.
+// One parameter of a multi-tensor optimizer update (Backend::sgd_update_many).
+struct SgdTensors {
+  Tensor param, grad, momentum_buffer;
+  bool first_step = false;
+};
+struct AdamTensors {
+  Tensor param, grad, exp_avg, exp_avg_sq;
+};
+
 struct BackendInfo {
   std::string name;        // "cpu", "sim", "cuda:0"; "cuda" when no GPU can be listed
   bool usable = false;
@@ -141,7 +150,11 @@ class Backend : public Allocator {
                                 bool log, const Tensor& grad_in);
 
   // Fused log-softmax + NLL with label smoothing s over logits [N, C] and int64
-  // targets [N] (already checked to lie in [0, C)). With the target
+  // targets [N], checked by the op to lie in [0, C) on the cpu only: a
+  // backend that implements this op checks them in its kernel, gives a bad
+  // row the loss NaN, and raises Error naming the target, its position and C
+  // at its next copy_to_host or synchronize (the GPU backends:
+  // src/gpu/target_check.h), so that no step waits on the device. With the target
   // distribution q = (1 - s) * onehot(target) + s / C:
   // lse[n] = logsumexp(x[n]) and loss[n] = lse[n] - sum_c q[n, c] * x[n, c].
   virtual void cross_entropy_forward(const Tensor& logits, const Tensor& targets,
@@ -162,6 +175,13 @@ class Backend : public Allocator {
                           SgdStep step);
   virtual void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                            const Tensor& exp_avg_sq, AdamStep step);
+  // The same updates over the tensors of one optimizer group, which share the
+  // step's hyper-parameters (SgdTensors::first_step replaces
+  // SgdStep::first_step per tensor). Every tensor is as above. The defaults
+  // call sgd_update / adam_update once per tensor; the GPU backends update
+  // the whole list in one launch (kernels/optimizer.cu, v3).
+  virtual void sgd_update_many(const std::vector<SgdTensors>& tensors, SgdStep step);
+  virtual void adam_update_many(const std::vector<AdamTensors>& tensors, AdamStep step);
 
   // ---- convolution (convkit/ops/conv.h; one page per algorithm in
   // docs/algorithms/). x, w, y, dy, dx, dw are contiguous and laid out as in

@@ -53,6 +53,7 @@ class Adam : public Optimizer {
   Adam(const char* name, std::vector<ParamGroup> groups, const AdamOptions& options, bool decoupled);
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   void update(const Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) override;
+  void update_group(const std::vector<PendingUpdate>& updates, const ParamGroup& group) override;
 
  private:
   AdamOptions options_;

@@ -89,6 +89,15 @@ class Optimizer {
   // already been incremented for this update.
   virtual void update(const Tensor& param, const Tensor& grad, ParamState& state,
                       const ParamGroup& group) = 0;
+  // One parameter of a group's step, its gradient checked against it.
+  struct PendingUpdate {
+    Tensor param, grad;
+    ParamState* state;
+  };
+  // The updates of one group, in parameter order. The default runs update()
+  // on each; SGD and Adam hand their fused updates to the backend together
+  // (Backend::sgd_update_many), one launch per group on the GPU backends.
+  virtual void update_group(const std::vector<PendingUpdate>& updates, const ParamGroup& group);
 
  private:
   void check_group(const ParamGroup& group) const;

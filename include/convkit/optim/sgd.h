@@ -52,6 +52,7 @@ class SGD : public Optimizer {
  protected:
   std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }
   void update(const Tensor& param, const Tensor& grad, ParamState& state, const ParamGroup& group) override;
+  void update_group(const std::vector<PendingUpdate>& updates, const ParamGroup& group) override;
 
  private:
   SGDOptions options_;

@@ -3,9 +3,13 @@
 // against the cpu backend's fused loop, on lengths around the 16-byte vector
 // width (1, 3, 4, 5, 17, 1023, 4097), SGD with and without momentum,
 // dampening, Nesterov and weight decay (first and later steps), Adam and
-// AdamW at steps 1, 2 and 10; v2's alignment rule and the fallback.
+// AdamW at steps 1, 2 and 10; v2's alignment rule and the fallback; v3's
+// tables of many tensors against the per-tensor v1, bit for bit, and their
+// launch count.
 #include <cmath>
 
+#include "convkit/sim/check.h"
+#include "convkit/sim/profile.h"
 #include "gpu/gpu_testing.h"
 #include "kernels/optimizer.cuh"
 
@@ -179,7 +183,7 @@ TEST_P(GpuOptimizer, AdamAndAdamWMatchReferenceAndCpu) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(sim, GpuOptimizer, ::testing::Values(0, 1, 2),
+INSTANTIATE_TEST_SUITE_P(sim, GpuOptimizer, ::testing::Values(0, 1, 2, 3),
                          [](const ::testing::TestParamInfo<int>& info) {
                            std::string name = "v";  // not "v" + std::to_string(...): GCC 12 -Wrestrict false positive
                            name += std::to_string(info.param);
@@ -222,14 +226,93 @@ TEST(GpuOptimizerChecks, VersionsAgreeAndV2NeedsAlignment) {
   EXPECT_NE(message([&] { kernels::launch_sgd_update(DType::float32, p3.data(), g3.data(), nullptr, 40, sgd, 1); })
                 .find("needs a momentum buffer"),
             std::string::npos);
-  EXPECT_NE(message([&] { kernels::launch_sgd_update(DType::float32, p3.data(), g3.data(), buf.data(), 40, sgd, 3); })
-                .find("versions 1..2"),
+  EXPECT_NE(message([&] { kernels::launch_sgd_update(DType::float32, p3.data(), g3.data(), buf.data(), 40, sgd, 4); })
+                .find("versions 1..3"),
             std::string::npos);
   AdamStep bad = adam;
   bad.bias_correction1 = 0;
   EXPECT_NE(message([&] { kernels::launch_adam_update(DType::float32, p1.data(), g.data(), m1.data(), v1.data(), 41, bad, 1); })
                 .find("bias corrections must be positive"),
             std::string::npos);
+}
+
+// 70 tensors (more than one v3 launch holds) of every tail length, some
+// empty, some one element past a 16-byte boundary (v3 runs v1's loop there),
+// with the momentum buffer starting at some of them.
+template <typename T>
+struct ManyTensors {
+  std::vector<std::vector<T>> p, g, a, b;
+  std::vector<kernels::OptimizerTensors> table;
+
+  ManyTensors(std::mt19937_64& rng, bool with_momentum) {
+    const std::int64_t lengths[] = {1, 3, 4, 5, 17, 0, 1023, 64, 7};
+    for (int k = 0; k < 70; ++k) {
+      const std::int64_t n = lengths[k % 9];
+      const int skew = k % 4 == 3 ? 1 : 0;
+      const State s = random_state(n + skew, rng);
+      p.push_back(cast<T>(s.p));
+      g.push_back(cast<T>(s.g));
+      a.push_back(cast<T>(s.a));
+      b.push_back(cast<T>(s.b));
+    }
+    for (int k = 0; k < 70; ++k) {
+      const int skew = k % 4 == 3 ? 1 : 0;
+      const auto n = static_cast<std::int64_t>(p[k].size()) - skew;
+      table.push_back({p[k].data() + skew, g[k].data() + skew, with_momentum ? a[k].data() + skew : nullptr,
+                       b[k].data() + skew, n, k % 5 == 0});
+    }
+  }
+};
+
+std::uint64_t launches_of(const std::vector<sim::KernelProfile>& profile, const std::string& prefix) {
+  std::uint64_t n = 0;
+  for (const auto& k : profile)
+    if (k.kernel.rfind(prefix, 0) == 0) n += k.launches;
+  return n;
+}
+
+template <typename T>
+void expect_v3_matches_v1(int seed) {
+  const DType dt = dtype_of<T>::value;
+  for (const SgdStep& step : sgd_steps()) {
+    std::mt19937_64 rng(testing::kSeed + seed), rng_twin(testing::kSeed + seed);
+    ManyTensors<T> v3(rng, step.momentum != 0), v1(rng_twin, step.momentum != 0);
+    kernels::launch_sgd_update_multi(dt, v3.table.data(), v3.table.size(), step, 3);
+    kernels::launch_sgd_update_multi(dt, v1.table.data(), v1.table.size(), step, 1);
+    EXPECT_EQ(v3.p, v1.p) << "momentum " << step.momentum << " nesterov " << step.nesterov;
+    EXPECT_EQ(v3.a, v1.a) << "momentum " << step.momentum << " nesterov " << step.nesterov;
+  }
+  for (const AdamStep& step : adam_steps()) {
+    std::mt19937_64 rng(testing::kSeed + seed), rng_twin(testing::kSeed + seed);
+    ManyTensors<T> v3(rng, true), v1(rng_twin, true);
+    kernels::launch_adam_update_multi(dt, v3.table.data(), v3.table.size(), step, 3);
+    kernels::launch_adam_update_multi(dt, v1.table.data(), v1.table.size(), step, 1);
+    EXPECT_EQ(v3.p, v1.p) << "decoupled " << step.decoupled_weight_decay << " wd " << step.weight_decay;
+    EXPECT_EQ(v3.a, v1.a);
+    EXPECT_EQ(v3.b, v1.b);
+  }
+}
+
+TEST(GpuOptimizerMultiTensor, V3TablesMatchThePerTensorV1BitForBit) {
+  expect_v3_matches_v1<float>(803);
+  expect_v3_matches_v1<double>(804);
+}
+
+TEST(GpuOptimizerMultiTensor, V3LaunchesOncePer64Tensors) {
+  if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  std::mt19937_64 rng(testing::kSeed + 805);
+  ManyTensors<float> t(rng, true);
+  std::uint64_t nonempty = 0;
+  for (const auto& e : t.table) nonempty += e.n > 0 ? 1 : 0;
+  sim::ScopedProfile profile;
+  kernels::launch_sgd_update_multi(DType::float32, t.table.data(), 40, sgd_steps()[3], 3);
+  kernels::launch_sgd_update_multi(DType::float32, t.table.data(), t.table.size(), sgd_steps()[3], 3);
+  kernels::launch_adam_update_multi(DType::float32, t.table.data(), t.table.size(), adam_steps()[1], 3);
+  kernels::launch_adam_update_multi(DType::float32, t.table.data(), t.table.size(), adam_steps()[1], 1);
+  const auto counted = profile.take();
+  EXPECT_EQ(launches_of(counted, "sgd_v3"), 1u + 2u);  // 40 tensors, then 70 = 64 + 6
+  EXPECT_EQ(launches_of(counted, "adam_v3"), 2u);
+  EXPECT_EQ(launches_of(counted, "adam_v1"), nonempty) << "the twin launches once per non-empty tensor";
 }
 
 }  // namespace
