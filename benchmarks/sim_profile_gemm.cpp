@@ -4,7 +4,8 @@
 // (convkit/sim/profile.h) for the named GPU. Counts are exact; the times are
 // roofline ESTIMATES. Usage: sim_profile_gemm [n=256 | MxNxK] [gpu=H100] [tn]
 // MxNxK profiles a non-square product; "tn" stores B transposed (N x K), as
-// a Linear layer's weight is.
+// a Linear layer's weight is ("nn" does not). A last argument FIRST-LAST
+// profiles only those gemm versions, and no tensor-core GEMM.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -30,6 +31,14 @@ int main(int argc, char** argv) {
   }
   const std::string gpu = argc > 2 ? argv[2] : "H100";
   const bool trans_b = argc > 3 && std::string(argv[3]) == "tn";
+  int first = 1, last = kernels::kGemmCublasVersion - 1;
+  const bool some = argc > 4;
+  if (some && (std::sscanf(argv[4], "%d-%d", &first, &last) != 2 || first < 1 || last < first ||
+               last >= kernels::kGemmCublasVersion)) {
+    std::fprintf(stderr, "sim_profile_gemm: expected versions FIRST-LAST within 1-%d, got %s\n",
+                 kernels::kGemmCublasVersion - 1, argv[4]);
+    return 2;
+  }
   if (!sim::checks_available()) {
     std::fprintf(stderr, "sim_profile_gemm: this build has no sim instrumentation (CONVKIT_SIM_CHECKS=OFF)\n");
     return 2;
@@ -49,10 +58,11 @@ int main(int argc, char** argv) {
     std::printf("== %s, M=%lld N=%lld K=%lld%s\n%s", what, M, N, K, trans_b ? " (B transposed)" : "",
                 sim::format_profile(profile.take(), sim::gpu_spec(gpu)).c_str());
   };
-  for (int v = 1; v < kernels::kGemmCublasVersion; ++v) {
+  for (int v = first; v <= last; ++v) {
     const std::string what = "gemm v" + std::to_string(v) + " fp32 (" + kernels::gemm_describe(DType::float32, g, v) + ")";
     run(what.c_str(), [&] { kernels::launch_gemm(DType::float32, g, v); });
   }
+  if (some) return 0;
   for (auto p : {kernels::TensorCorePrecision::tf32, kernels::TensorCorePrecision::bf16})
     for (int v = 1; v <= 2; ++v) {
       const std::string what = std::string("gemm_tensor_core v") + std::to_string(v) + " " + kernels::precision_name(p);

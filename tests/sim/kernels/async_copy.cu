@@ -37,7 +37,7 @@ __global__ void async_copy_kernel(const float* src, int n_valid, float* out, Asy
   if (mode != AsyncCopyMode::no_barrier) __syncthreads();
   const int from = (t + 1) % kThreads;
   for (int r = 0; r < 2; ++r)
-    for (int j = 0; j < 4; ++j) out[r * kRow + 4 * t + j] = tile[r][4 * from + j];
+    for (int j = 0; j < 4; ++j) out[r * kRow + 4 * from + j] = tile[r][4 * from + j];
 }
 
 __global__ void misaligned_copy_kernel(const float* src) {
