@@ -209,7 +209,7 @@ struct StageCopy {
 // Double's 8x8 accumulators alone fill 128 registers: it asks for one block
 // per SM, not two, rather than spill kilobytes.
 template <typename T, class Cfg>
-constexpr int kMinBlocksOf = sizeof(T) == 8 ? 1 : Cfg::kMinBlocks;
+[[maybe_unused]] constexpr int kMinBlocksOf = sizeof(T) == 8 ? 1 : Cfg::kMinBlocks;
 
 template <typename T, bool TA, bool TB, class Cfg, bool Async>
 __global__ void __launch_bounds__(Cfg::kThreads, (kMinBlocksOf<T, Cfg>)) gemm_warp_tiled(Params<T> p) {
