@@ -30,7 +30,8 @@
 //     8 lanes x 4, so the 8 lanes along m read 8 consecutive 16-byte chunks.
 //   - 32-bit indices inside the tile and __launch_bounds__(256, 2): at most
 //     128 registers, so two blocks (16 warps) fit on an SM where v3 (130-149
-//     registers) fits one.
+//     registers) fits one. ptxas gets there by spilling up to 136 bytes per
+//     thread on the 128-row tiles (docs/gpu/gemm.md, resource use).
 //   Global reads coalesce whatever the transposes: 16-byte runs along a
 //   stored row, or 4 x 32-byte segments for the element-wise case (the
 //   minimum sectors for 4-byte lanes).
