@@ -70,7 +70,11 @@ const struct {
     {1, "v1_naive", "v1 naive, kernel intensity 0.25 flop/B"},
     {2, "v2_shared", "v2 16x16 shared tiles, kernel intensity 4 flop/B"},
     {3, "v3_register_blocked", "v3 128x128 tile, 8x8 per thread, kernel intensity 32 flop/B"},
-    {4, "v4_cublas", "cuBLAS SGEMM"},
+    {4, "v4_warp_tiled", "v4 128x128 block, 64x32 warp, 8x8 thread tiles, kernel intensity 32 flop/B"},
+    {5, "v5_cp_async", "v5 v4's tiles in a 3-stage cp.async pipeline"},
+    {6, "v6_per_shape", "v6 block tile chosen by the shape (128x128 at n >= 2048)"},
+    {7, "v7_split_k", "v7 v6 plus split-K where tiles leave SMs idle"},
+    {8, "v8_cublas", "cuBLAS SGEMM"},
 };
 
 }  // namespace

@@ -28,4 +28,17 @@ void dispatch_floating(DType dtype, const char* op, F&& f) {
   });
 }
 
+// Calls f(integral_constant<bool, trans_a>, integral_constant<bool, trans_b>),
+// so one generic lambda instantiates a GEMM kernel per transpose pair.
+template <typename F>
+void with_transposes(bool ta, bool tb, F&& f) {
+  if (ta) {
+    if (tb) f(std::true_type{}, std::true_type{});
+    else f(std::true_type{}, std::false_type{});
+  } else {
+    if (tb) f(std::false_type{}, std::true_type{});
+    else f(std::false_type{}, std::false_type{});
+  }
+}
+
 }  // namespace convkit::CK_GPU_NS

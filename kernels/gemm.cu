@@ -1,5 +1,6 @@
 // GEMM: C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] (see gemm.cuh for
-// the layout contract), in three hand-written versions and cuBLAS.
+// the layout contract): versions 1-3 here, the warp-tiled versions 4-7 in
+// gemm_warp_tiled.cu, and cuBLAS (v8) here.
 //
 // The floor. One product does 2*M*N*K flops and must move at least
 // (M*K + K*N + M*N) elements, plus M*N more when beta != 0 (C is read). For
@@ -24,6 +25,7 @@
 #include "kernels/device_math.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/gemm.cuh"
+#include "kernels/gemm_warp_tiled.cuh"
 
 #if defined(__CUDACC__)
 #include <cublas_v2.h>
@@ -341,7 +343,7 @@ __global__ void __launch_bounds__(v3::kThreads) gemm_v3_register_blocked(Operand
 }
 
 // ---------------------------------------------------------------------------
-// v4, cuBLAS (nvcc only): the vendor's tuned kernels, as the yardstick for v3.
+// v8, cuBLAS (nvcc only): the vendor's tuned kernels, as the yardstick for v3.
 // cuBLAS is column-major; a row-major X is the column-major X^T, so row-major
 // C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: pass B first, A
 // second, swap M and N, keep each operand's transpose flag.
@@ -352,7 +354,7 @@ cublasHandle_t cublas_handle() {
   static cublasHandle_t handle = [] {
     cublasHandle_t h = nullptr;
     const cublasStatus_t s = cublasCreate(&h);
-    CK_CHECK(s == CUBLAS_STATUS_SUCCESS, "gemm v4: cublasCreate failed: ", cublasGetStatusString(s));
+    CK_CHECK(s == CUBLAS_STATUS_SUCCESS, "gemm v8: cublasCreate failed: ", cublasGetStatusString(s));
     return h;
   }();
   return handle;
@@ -376,22 +378,10 @@ void run_cublas(DType dtype, const GemmArgs& g) {
                                   ldb, g.stride_b, static_cast<const double*>(g.a), lda, g.stride_a, &beta,
                                   static_cast<double*>(g.c), ldc, g.stride_c, batch);
   }
-  CK_CHECK(s == CUBLAS_STATUS_SUCCESS, "gemm v4: cuBLAS ", dtype == DType::float32 ? "S" : "D",
+  CK_CHECK(s == CUBLAS_STATUS_SUCCESS, "gemm v8: cuBLAS ", dtype == DType::float32 ? "S" : "D",
            "gemmStridedBatched failed: ", cublasGetStatusString(s));
 }
 #endif
-
-// Calls f(integral_constant<bool, trans_a>, integral_constant<bool, trans_b>).
-template <typename F>
-void with_transposes(bool ta, bool tb, F&& f) {
-  if (ta) {
-    if (tb) f(std::true_type{}, std::true_type{});
-    else f(std::true_type{}, std::false_type{});
-  } else {
-    if (tb) f(std::false_type{}, std::true_type{});
-    else f(std::false_type{}, std::false_type{});
-  }
-}
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -414,12 +404,17 @@ Operands<T> operands(const GemmArgs& g, std::int64_t tile) {
 void register_gemm_family() {
   static const bool registered = [] {
     register_kernel_family(
-        {"gemm", 4, 3,
+        {"gemm", kGemmCublasVersion, kGemmDefaultVersion,
          "v1 naive: one thread per C element, operands from global memory (0.25 flop/B fp32)\n"
          "v2 shared memory: 16x16 tiles staged in shared memory (4 flop/B fp32)\n"
          "v3 register blocked: 128x128x8 block tile, 8x8 per thread, 16-byte vector loads when aligned "
          "(32 flop/B fp32)\n"
-         "v4 cuBLAS strided-batched SGEMM/DGEMM (cuda backend only)"});
+         "v4 warp tiled: 128x128x8 block, 64x32 warp, 8x8 thread tiles, conflict-free shared stores, "
+         "<= 128 registers\n"
+         "v5 cp.async pipeline: v4's tiles in 3 shared stages filled by cp.async\n"
+         "v6 per-shape tiles: v5 with a 128x128, 128x64, 64x64 or 64x32 block tile chosen by the shape\n"
+         "v7 split-K: v6, K split over blocks when the tiles leave SMs idle, fixed-order reduction\n"
+         "v8 cuBLAS strided-batched SGEMM/DGEMM (cuda backend only)"});
     return true;
   }();
   (void)registered;
@@ -430,6 +425,7 @@ std::string gemm_cannot_implement(DType dtype, const GemmArgs& g, int version) {
   auto fail = [&](auto&&... parts) {
     if (why.empty()) why = detail::concat(parts...);
   };
+  static_assert(kGemmSplitKVersion + 1 == kGemmCublasVersion, "cuBLAS is the last version");
   if (version < 1 || version > kGemmCublasVersion) fail("gemm has versions 1..", kGemmCublasVersion, ", not ", version);
   if (!is_floating(dtype)) fail("dtype ", dtype, " is not supported (float32 or float64)");
   if (g.M < 0 || g.N < 0 || g.K < 0 || g.batch < 0)
@@ -458,14 +454,33 @@ std::string gemm_cannot_implement(DType dtype, const GemmArgs& g, int version) {
     if (g.ldb < min_ldb) fail("cuBLAS needs ldb >= ", min_ldb, ", got ", g.ldb);
     if (g.ldc < g.N) fail("cuBLAS needs ldc >= ", g.N, ", got ", g.ldc);
 #else
-    fail("cuBLAS exists only on the cuda backend (gemm version 4); the sim backend runs versions 1..3");
+    fail("cuBLAS exists only on the cuda backend (gemm version ", kGemmCublasVersion,
+         "); the sim backend runs versions 1..", kGemmCublasVersion - 1);
 #endif
+    return why;
+  }
+  if (version >= kGemmWarpTiledVersion) {
+    fail(gemm_warp_tiled_cannot_implement(g, version));
     return why;
   }
   const std::int64_t tile = tile_of(version);
   if (ceil_div(g.M, tile) * ceil_div(g.N, tile) > kMaxGridX)
     fail("C of ", g.M, " x ", g.N, " has more ", tile, "x", tile, " tiles than a grid holds (", kMaxGridX, ")");
   return why;
+}
+
+std::string gemm_describe(DType dtype, const GemmArgs& g, int version) {
+  switch (version) {
+    case 1: return "v1 naive: 16x16 threads per 16x16 tile";
+    case 2: return "v2 shared tiles: 16x16x16";
+    case 3: return gemm_vector_loads(dtype, g) ? "v3 register blocked: 128x128x8, 16-byte vector loads"
+                                                : "v3 register blocked: 128x128x8, scalar loads";
+    case kGemmCublasVersion: return "v8 cuBLAS";
+    default: break;
+  }
+  if (version >= kGemmWarpTiledVersion && version <= kGemmSplitKVersion)
+    return detail::concat("v", version, ": ", gemm_warp_tiled_describe(dtype, g, version));
+  return detail::concat("gemm has no version ", version);
 }
 
 bool gemm_vector_loads(DType dtype, const GemmArgs& g) {
@@ -491,6 +506,10 @@ void launch_gemm(DType dtype, const GemmArgs& g, int version) {
     return;
   }
 #endif
+  if (version >= kGemmWarpTiledVersion) {
+    launch_gemm_warp_tiled(dtype, g, version);
+    return;
+  }
   const std::int64_t tile = tile_of(version);
   const dim3 grid(static_cast<unsigned>(ceil_div(g.M, tile) * ceil_div(g.N, tile)),
                   static_cast<unsigned>(std::min(g.batch, kMaxGridY)));

@@ -10,9 +10,11 @@
 // after batch b - 1; a stride of 0 broadcasts that operand over the batch.
 // When beta == 0, C is never read (it may hold NaN or garbage).
 //
-// The family "gemm" (kernel_versions.h) has four versions:
+// The family "gemm" (kernel_versions.h) has eight versions:
 //   1 naive, 2 shared-memory tiles, 3 register-blocked with 16-byte vector
-//   loads (the default), 4 cuBLAS (cuda backend only).
+//   loads, 4 warp-tiled, 5 cp.async pipeline, 6 per-shape tiles, 7 split-K
+//   (the default: v6 plus split-K where the tiles alone leave SMs idle),
+//   8 cuBLAS (cuda backend only). docs/gpu/gemm.md compares them.
 #include <cstdint>
 #include <string>
 
@@ -34,7 +36,12 @@ struct GemmArgs {
   double alpha = 1, beta = 0;
 };
 
-inline constexpr int kGemmCublasVersion = 4;
+inline constexpr int kGemmWarpTiledVersion = 4;
+inline constexpr int kGemmPipelinedVersion = 5;
+inline constexpr int kGemmPerShapeVersion = 6;
+inline constexpr int kGemmSplitKVersion = 7;
+inline constexpr int kGemmDefaultVersion = kGemmSplitKVersion;
+inline constexpr int kGemmCublasVersion = 8;
 
 // Registers the "gemm" kernel family (idempotent). Launchers call it; tests
 // call it before set_kernel_version("gemm", ...).
@@ -44,6 +51,11 @@ void register_gemm_family();
 // (bad sizes, overlapping output, grid limits, cuBLAS's leading-dim rules or
 // its absence under sim).
 std::string gemm_cannot_implement(DType dtype, const GemmArgs& args, int version);
+
+// What `version` runs for these arguments, in words: for v4-v7 the block,
+// warp and thread tiles, the pipeline depth and the split-K factor chosen by
+// the shape rules (gemm_warp_tiled.cu); for the others their one kernel.
+std::string gemm_describe(DType dtype, const GemmArgs& args, int version);
 
 // Whether version 3 will use 16-byte vector loads and stores for these
 // arguments (every pointer 16-byte aligned, every leading dim and batch

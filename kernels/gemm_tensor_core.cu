@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "convkit/backend/kernel_versions.h"
+#include "kernels/dispatch.cuh"
 #include "kernels/gemm_tensor_core.cuh"
 #include "kernels/tensor_core.cuh"
 
@@ -256,17 +257,6 @@ __global__ void __launch_bounds__(v2::kThreads) gemm_tc_v2_warp_tiled(TcOperands
     for (int i = 0; i < kMmaM; ++i)
       CK_UNROLL
       for (int j = 0; j < kMmaN; ++j) store_fragment(p, c, m0 + wm + i * 16, n0 + wn + j * 8, lane, acc[i][j]);
-  }
-}
-
-template <typename F>
-void with_transposes(bool ta, bool tb, F&& f) {
-  if (ta) {
-    if (tb) f(std::true_type{}, std::true_type{});
-    else f(std::true_type{}, std::false_type{});
-  } else {
-    if (tb) f(std::false_type{}, std::true_type{});
-    else f(std::false_type{}, std::false_type{});
   }
 }
 

@@ -24,7 +24,7 @@ trap 'rm -f "$tmp"' EXIT
 echo "# nvcc $("$nvcc" --version | tail -n 2 | head -n 1)" > "$tmp"
 for k in "${kernels[@]}"; do
   echo "## $k" >> "$tmp"
-  "$nvcc" -std=c++20 -O3 -Iinclude -I. \
+  "$nvcc" -std=c++20 -O3 -Iinclude -Isrc -I. \
     -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
     -gencode arch=compute_90,code=compute_90 \
     -Xptxas -v -c "$k" -o "build/kernels/$(basename "$k" .cu).o" 2>> "$tmp" \

@@ -94,6 +94,9 @@ void BlockScheduler::reset_block(uint3 block_index) {
   for (ThreadSlot& t : threads_) {
     t.state = ThreadState::not_started;
     t.fiber = nullptr;
+    t.async_pending.clear();
+    t.async_group.clear();
+    t.async_committed = 0;
   }
   for (std::size_t w = 0; w < warps_.size(); ++w) {
     // Lanes past the end of the block never arrive anywhere.

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "convkit/sim/async_copy.h"
 #include "convkit/sim/runtime.h"
 #include "convkit/sim/schedule.h"
 #include "sim/check/block_checker.h"
@@ -64,6 +65,13 @@ struct ThreadSlot {
   int arg = 0;
   int width = 32;
   std::uint64_t warp_result = 0;
+  // cp.async (async_copy.cpp): copies issued and not yet retired, each with
+  // the count of groups the thread had committed when it was issued (its
+  // group), and the batch the last wait_group retired.
+  std::vector<AsyncCopy> async_pending;
+  std::vector<std::uint32_t> async_group;
+  std::uint32_t async_committed = 0;
+  std::vector<AsyncCopy> async_retired;
 };
 
 // Lanes of one warp that called a warp built-in with the same mask and are
@@ -122,6 +130,10 @@ class BlockScheduler {
   std::uint64_t warp_op(WarpOpKind kind, unsigned mask, std::uint64_t operand, int arg, int width,
                         SourceSite site);
   unsigned active_mask() const;
+  // cp.async on the running thread (async_copy.cpp, convkit/sim/async_copy.h).
+  void async_copy_issue(const AsyncCopy& copy);
+  void async_copy_commit();
+  const AsyncCopy* async_copy_retire(int keep, std::size_t* count);
   // dev::fma in a profiled launch (convkit/sim/arithmetic_count.h).
   void add_fmas(std::uint64_t n);
   // The sim checks (check/): an access that the instrumented kernel reports,

@@ -3,7 +3,10 @@
 // pair, M, N, K in {1, 7, 16, 33, 65, 128}, several alpha/beta, batches with
 // broadcast operands, padded leading dims, gaps between batches, unaligned
 // pointers (v3's scalar path) and aligned ones (its vector path); memory
-// around C must stay untouched. Also the argument checks and version routing.
+// around C must stay untouched. Also the argument checks and version routing;
+// for the warp-tiled versions (v4-v7) odd shapes, the dense layers of
+// cifar10-cnn and resnet18, the shape rules, split-K's determinism and the
+// sim profile's bank-conflict and sector counts.
 #include <cmath>
 #include <limits>
 
@@ -20,7 +23,9 @@ namespace kernels = convkit::CK_GPU_NS;
 using testing::kernel_options;
 using kernels::GemmArgs;
 
-constexpr int kOurVersions = 3;  // v4 is cuBLAS, cuda only
+constexpr int kOurVersions = kernels::kGemmCublasVersion - 1;  // cuBLAS is cuda only
+constexpr int kWarpTiled[] = {kernels::kGemmWarpTiledVersion, kernels::kGemmPipelinedVersion,
+                              kernels::kGemmPerShapeVersion, kernels::kGemmSplitKVersion};
 const std::int64_t kSizes[] = {1, 7, 16, 33, 65, 128};
 
 double epsilon(DType dt) {
@@ -168,7 +173,7 @@ class Problem {
   std::vector<double> want_, bound_;
 };
 
-// Runs every version on the case: each against the reference, v2 and v3 also against v1.
+// Runs every version on the case: each against the reference, v2 to v7 also against v1.
 void check_all_versions(const Case& c, std::mt19937_64& rng) {
   const Problem p(c, rng);
   const std::vector<double> v1 = p.run(1);
@@ -314,8 +319,11 @@ TEST(GpuGemm, BadArgumentsAndVersionsNameTheProblem) {
   bad = g;
   bad.c = nullptr;
   expect_error(bad, 3, "null operand");
-  expect_error(g, 0, "versions 1..4");
-  expect_error(g, 5, "versions 1..4");
+  expect_error(g, 0, "versions 1..8");
+  expect_error(g, 9, "versions 1..8");
+  bad = g;
+  bad.K = std::int64_t{1} << 31;
+  expect_error(bad, kernels::kGemmWarpTiledVersion, "must be below 2^31");
 #if !defined(__CUDACC__)
   expect_error(g, kernels::kGemmCublasVersion, "cuBLAS exists only on the cuda backend");
 #endif
@@ -335,7 +343,7 @@ TEST(GpuGemm, TheSelectedVersionIsTheOneThatRuns) {
   g.M = g.N = g.K = 2, g.a = g.b = buf.data<float>(), g.c = buf.data<float>() + 8, g.lda = g.ldb = g.ldc = 2;
 #if !defined(__CUDACC__)
   {
-    // Only version 4 fails on sim, so its error proves the routing.
+    // Only cuBLAS fails on sim, so its error proves the routing.
     testing::ScopedKernelVersion cublas("gemm", kernels::kGemmCublasVersion);
     EXPECT_THROW(kernels::launch_gemm(DType::float32, g), Error);
   }
@@ -345,7 +353,7 @@ TEST(GpuGemm, TheSelectedVersionIsTheOneThatRuns) {
     EXPECT_EQ(kernel_version("gemm"), v);
     EXPECT_NO_THROW(kernels::launch_gemm(DType::float32, g));
   }
-  EXPECT_EQ(kernel_version("gemm"), 3) << "v3 is the default";
+  EXPECT_EQ(kernel_version("gemm"), kernels::kGemmSplitKVersion) << "v7 is the default";
 }
 
 #if !defined(__CUDACC__)  // the performance model is sim's
@@ -376,6 +384,157 @@ TEST(GpuGemm, TheSimProfileCountsEachVersionsMultiplyAdds) {
   // ceil(33 / 4) = 9 live threads along M and along N, 64 FMAs per k, 5 k steps of 8.
   EXPECT_EQ(counted_fmas(33, 33, 33, 3), 9u * 9 * 64 * 5 * 8);
   for (int v = 1; v <= kOurVersions; ++v) EXPECT_EQ(counted_fmas(128, 128, 128, v), 128u * 128 * 128) << "v" << v;
+}
+#endif
+
+// The warp-tiled versions on shapes that are no multiple of any tile: 1,
+// primes, K = 1, K long enough for v7 to split, every transpose pair, both
+// dtypes, batches with a broadcast operand.
+TEST(GpuGemm, WarpTiledVersionsOnOddShapes) {
+  std::mt19937_64 rng(testing::kSeed + 405);
+  struct Shape {
+    std::int64_t M, N, K, batch;
+  };
+  const Shape shapes[] = {{1, 1, 1, 1},     {1, 300, 7, 1},   {131, 67, 1, 1},   {37, 129, 263, 2},
+                          {257, 3, 97, 1}, {67, 131, 513, 1}, {2, 2, 1031, 3},  {5, 70, 600, 2}};
+  int which = 0;
+  for (const Shape& sh : shapes)
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Case c;
+        c.dt = which % 5 == 4 ? DType::float64 : DType::float32;
+        c.M = sh.M, c.N = sh.N, c.K = sh.K, c.batch = sh.batch, c.trans_a = ta, c.trans_b = tb;
+        c.broadcast_b = sh.batch > 1 && which % 2 == 0;
+        c.round_ld = which % 3 != 0;  // aligned (16-byte copies) or not (element copies)
+        std::tie(c.alpha, c.beta) = kAlphaBeta[which++ % 4];
+        check_all_versions(c, rng);
+        if (::testing::Test::HasFailure()) return;
+      }
+}
+
+// The dense layers of cifar10-cnn (Linear(2304, 512), Linear(512, 10)) and
+// resnet18 (Linear(512, 10)), each pass at batch 16: forward y = x W^T,
+// backward-data dx = dy W, backward-weights dW = dy^T x.
+TEST(GpuGemm, WarpTiledVersionsOnTheDenseLayersOfCifar10CnnAndResnet18) {
+  std::mt19937_64 rng(testing::kSeed + 406);
+  constexpr std::int64_t kBatch = 16;
+  const std::pair<std::int64_t, std::int64_t> layers[] = {{2304, 512}, {512, 10}};
+  for (const auto& [in, out] : layers) {
+    Case forward, data, weights;
+    forward.M = kBatch, forward.N = out, forward.K = in, forward.trans_b = true;
+    data.M = kBatch, data.N = in, data.K = out;
+    weights.M = out, weights.N = in, weights.K = kBatch, weights.trans_a = true, weights.beta = 1;
+    for (const Case* c : {&forward, &data, &weights}) {
+      const Problem p(*c, rng);
+      for (int v : kWarpTiled) EXPECT_TRUE(p.check(p.run(v), p.want(), 2)) << "v" << v << " " << c->str();
+    }
+  }
+}
+
+// What the shape rules choose, as gemm_describe says it.
+TEST(GpuGemm, TheShapeRulesPickTheTileAndTheSplit) {
+  const auto describe = [](std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t batch, int v,
+                           DType dt = DType::float32) {
+    GemmArgs g;
+    g.M = M, g.N = N, g.K = K, g.batch = batch;
+    return kernels::gemm_describe(dt, g, v);
+  };
+  const auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos ? ::testing::AssertionSuccess()
+                                                : ::testing::AssertionFailure() << "'" << text << "' lacks '" << part << "'";
+  };
+  EXPECT_TRUE(has(describe(64, 64, 64, 1, 4), "128x128x8 block tile, warps 2x4 of 64x32, threads 8x8"));
+  EXPECT_TRUE(has(describe(64, 64, 64, 1, 4), "synchronous loads"));
+  EXPECT_TRUE(has(describe(64, 64, 64, 1, 5), "cp.async pipeline of 3 stages"));
+  EXPECT_TRUE(has(describe(64, 64, 64, 1, 5, DType::float64), "cp.async pipeline of 2 stages"));
+  // v6: the largest tile with at least 132 blocks, else the smallest.
+  EXPECT_TRUE(has(describe(2048, 2048, 64, 1, 6), "128x128x8"));   // 256 blocks
+  EXPECT_TRUE(has(describe(2048, 1024, 64, 1, 6), "128x64x8"));    // 128x128: 128, 128x64: 256
+  EXPECT_TRUE(has(describe(1024, 1024, 64, 1, 6), "64x64x8"));     // 64, 128, then 256
+  EXPECT_TRUE(has(describe(128, 128, 64, 64, 6), "64x64x8"));      // the batch counts
+  EXPECT_TRUE(has(describe(1024, 512, 64, 1, 6), "64x32x8"));      // 32, 64, 128, then 256
+  EXPECT_TRUE(has(describe(16, 16, 64, 1, 6), "64x32x8"));         // none fills the GPU
+  // v7: cifar10-cnn's Linear(2304, 512) at batch 128 has 32 blocks of 64x32:
+  // K = 2304 is cut into min(ceil(132 / 32), 2304 / 256) = 5 slices of 464.
+  EXPECT_TRUE(has(describe(128, 512, 2304, 1, 7), "64x32x8"));
+  EXPECT_TRUE(has(describe(128, 512, 2304, 1, 7), "split-K 5 x 464"));
+  EXPECT_FALSE(has(describe(128, 512, 2304, 1, 6), "split-K"));
+  EXPECT_FALSE(has(describe(128, 512, 511, 1, 7), "split-K"));     // K too short to split
+  EXPECT_FALSE(has(describe(2048, 2048, 4096, 1, 7), "split-K"));  // the tiles fill the GPU
+}
+
+#if !defined(__CUDACC__)  // thread orders are sim's to choose
+TEST(GpuGemm, WarpTiledSchedulesDoNotChangeTheResult) {
+  std::mt19937_64 rng(testing::kSeed + 407);
+  Case c;
+  c.M = 70, c.N = 45, c.K = 300, c.batch = 2, c.trans_a = true, c.beta = 1;
+  const Problem p(c, rng);
+  for (const char* schedule : {"reverse", "random:11"}) {
+    sim::ScopedSchedule scoped(sim::Schedule::parse(schedule));
+    for (int v : kWarpTiled) EXPECT_TRUE(p.check(p.run(v), p.want(), 2)) << schedule << " v" << v;
+  }
+}
+#endif
+
+// Split-K adds its slices in a fixed order with no atomics: the same bits on
+// every run and, on sim, under every thread order.
+TEST(GpuGemm, SplitKIsBitIdenticalAcrossRunsAndSchedules) {
+  std::mt19937_64 rng(testing::kSeed + 408);
+  Case c;
+  c.M = 64, c.N = 64, c.K = 2048, c.trans_b = true, c.alpha = 0.5, c.beta = 1;
+  const Problem p(c, rng);
+  EXPECT_NE(kernels::gemm_describe(c.dt, p.args(), kernels::kGemmSplitKVersion).find("split-K 8 x 256"),
+            std::string::npos);
+  const std::vector<double> first = p.run(kernels::kGemmSplitKVersion);
+  EXPECT_TRUE(p.check(first, p.want(), 2));
+  EXPECT_EQ(p.run(kernels::kGemmSplitKVersion), first) << "second run";
+#if !defined(__CUDACC__)
+  for (const char* schedule : {"reverse", "random:3", "random:20261126"}) {
+    sim::ScopedSchedule scoped(sim::Schedule::parse(schedule));
+    EXPECT_EQ(p.run(kernels::kGemmSplitKVersion), first) << schedule;
+  }
+#endif
+}
+
+// cifar10-cnn's Linear(2304, 512) forward at batch 128, the shape split-K is for.
+TEST(GpuGemm, SplitKOnCifar10CnnsDenseLayerAtBatch128) {
+  std::mt19937_64 rng(testing::kSeed + 409);
+  Case c;
+  c.M = 128, c.N = 512, c.K = 2304, c.trans_b = true;
+  const Problem p(c, rng);
+  EXPECT_NE(kernels::gemm_describe(c.dt, p.args(), kernels::kGemmSplitKVersion).find("split-K 5"),
+            std::string::npos);
+  EXPECT_TRUE(p.check(p.run(kernels::kGemmSplitKVersion), p.want(), 2));
+}
+
+#if !defined(__CUDACC__)
+// The main loops of v4 and v5 (and the epilogue) on an aligned 128^3 product,
+// every transpose pair: no shared-memory bank conflicts, and global requests
+// that touch no more sectors than their bytes need (the sim model's minimum).
+TEST(GpuGemm, WarpTiledLoopsAreConflictFreeAndCoalescedInTheSimProfile) {
+  if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  std::mt19937_64 rng(testing::kSeed + 410);
+  for (int v : {kernels::kGemmWarpTiledVersion, kernels::kGemmPipelinedVersion})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Case c;
+        c.M = c.N = c.K = 128, c.trans_a = ta, c.trans_b = tb;
+        convkit::sim::ScopedProfile profile;
+        const Problem p(c, rng);
+        profile.take();  // the operands' fills
+        EXPECT_TRUE(p.check(p.run(v), p.want(), 2));
+        convkit::sim::KernelProfile k;
+        for (const convkit::sim::KernelProfile& one : profile.take())
+          if (one.kernel.find("gemm_warp_tiled") != std::string::npos) k += one;
+        const std::string what = detail::concat("v", v, " ", c.str());
+        EXPECT_GT(k.shared_load.requests, 0u) << what;
+        EXPECT_EQ(k.shared_load.conflict_wavefronts, 0u) << what;
+        EXPECT_EQ(k.shared_store.conflict_wavefronts, 0u) << what;
+        for (const convkit::sim::RequestCounts* r : {&k.global_load, &k.global_store}) {
+          EXPECT_GT(r->requests, 0u) << what;
+          EXPECT_EQ(r->sectors * 32, r->bytes) << what << ": more sectors than the bytes need";
+        }
+      }
 }
 #endif
 

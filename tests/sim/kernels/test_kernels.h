@@ -23,6 +23,21 @@ enum class SgemmBarriers {
 void sgemm_tiled(SgemmBarriers barriers, const float* a, const float* b, float* c, int m, int n,
                  int k);
 
+// ---- async_copy.cu: 64 threads cp.async 2 x 256 floats of src into shared
+// memory in two groups (16-byte copies, then 8- and 4-byte ones), elements at
+// n_valid and beyond zero-filled, and thread t writes thread t+1's values
+// (mod 64) of both rows to out[0..512): out equals src when the kernel is right.
+// `poison` first fills the shared rows with -7 (stale data from before).
+enum class AsyncCopyMode {
+  correct,            // wait_group 0, then __syncthreads
+  no_wait,            // no wait_group: the copies never land
+  no_barrier,         // the neighbour's copies may not have landed
+  wait_keeps_newest,  // wait_group 1: the second group stays in flight
+};
+void async_copy(const float* src, int n_valid, float* out, AsyncCopyMode mode, bool poison);
+// A 16-byte copy to a shared address 4 bytes past a 16-byte boundary.
+void async_copy_misaligned(const float* src);
+
 // ---- warp.cu: one warp built-in per thread, every operand chosen per thread
 // so that tests can build divergent groups. Indexed by linear thread id of a
 // single block of `block` threads.

@@ -1,0 +1,61 @@
+#pragma once
+// 16-byte loads and stores of float (4) or double (2) elements, for kernels
+// whose performance depends on moving 16 bytes per lane in one instruction.
+// Under nvcc they are float4 / double2 accesses. Under sim they go through a
+// GCC vector type, which g++ moves as one 16-byte access where it splits a
+// float4 struct into four 4-byte ones; the sim profile then counts the
+// request nvcc would issue (docs/sim.md, B/lane). The pointer must be 16-byte
+// aligned.
+#include "convkit/sim/cuda_compat.h"
+
+namespace convkit::CK_GPU_NS::dev {
+
+// Elements of T in 16 bytes.
+template <typename T>
+inline constexpr int kVec16 = static_cast<int>(16 / sizeof(T));
+
+#if defined(CONVKIT_SIM_KERNEL)
+namespace vector_detail {
+template <typename T>
+struct Vec16Of;
+template <>
+struct Vec16Of<float> {
+  typedef float type __attribute__((vector_size(16)));
+};
+template <>
+struct Vec16Of<double> {
+  typedef double type __attribute__((vector_size(16)));
+};
+template <typename T>
+using Vec16 = typename Vec16Of<T>::type;
+}  // namespace vector_detail
+
+template <typename T>
+__device__ __forceinline__ void load16(const T* p, T* r) {
+  const auto v = *reinterpret_cast<const vector_detail::Vec16<T>*>(p);
+  for (int i = 0; i < kVec16<T>; ++i) r[i] = v[i];
+}
+template <typename T>
+__device__ __forceinline__ void store16(T* p, const T* r) {
+  vector_detail::Vec16<T> v;
+  for (int i = 0; i < kVec16<T>; ++i) v[i] = r[i];
+  *reinterpret_cast<vector_detail::Vec16<T>*>(p) = v;
+}
+#else
+__device__ __forceinline__ void load16(const float* p, float* r) {
+  const float4 v = *reinterpret_cast<const float4*>(p);
+  r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
+}
+__device__ __forceinline__ void load16(const double* p, double* r) {
+  const double2 v = *reinterpret_cast<const double2*>(p);
+  r[0] = v.x, r[1] = v.y;
+}
+__device__ __forceinline__ void store16(float* p, const float* r) {
+  *reinterpret_cast<float4*>(p) = make_float4(r[0], r[1], r[2], r[3]);
+}
+__device__ __forceinline__ void store16(double* p, const double* r) {
+  *reinterpret_cast<double2*>(p) = make_double2(r[0], r[1]);
+}
+#endif
+
+}  // namespace convkit::CK_GPU_NS::dev
