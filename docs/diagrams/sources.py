@@ -62,7 +62,10 @@ def kernel_families(root=ROOT):
         text = read(path, root)
         for m in re.finditer(r'register_kernel_family\(\s*\{\s*"(\w+)",\s*(\w+),\s*(\w+),', text):
             family, versions, default = m.groups()
-            families[family] = (_int_or_constant(text, versions, path), _int_or_constant(text, default, path))
+            # A constant may live in the family's header (kernels/NAME.cuh).
+            header = path[:-3] + ".cuh"
+            both = text + (read(header, root) if os.path.isfile(os.path.join(root, header)) else "")
+            families[family] = (_int_or_constant(both, versions, path), _int_or_constant(both, default, path))
     if not families:
         raise SourceError("kernels/: no register_kernel_family({\"name\", versions, default, ...}) calls found")
     return families

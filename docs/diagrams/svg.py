@@ -124,7 +124,7 @@ class Svg:
             self.text(x + swatch + 8, yy + swatch - 3, label, size=size)
 
     def render(self):
-        head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{num(self.width)}" height="{num(self.height)}" '
+        head = (f'<svg xmlns="http://www.w3.org/2000/svg" xml:space="preserve" width="{num(self.width)}" height="{num(self.height)}" '
                 f'viewBox="0 0 {num(self.width)} {num(self.height)}">\n'
                 f'<title>{escape(self.title)}</title>\n'
                 '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" '
