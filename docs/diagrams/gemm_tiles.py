@@ -46,6 +46,11 @@ def check(c=None):
     # Hand-worked (float, V = 4): thread lane 1 owns rows 4..7 and 68..71.
     if [fragment_offset(1, i, 4) for i in range(8)] != [4, 5, 6, 7, 68, 69, 70, 71]:
         raise AssertionError("gemm v3: fragment_offset(1, i) is not rows 4..7, 68..71")
+    # Warp w (ty = 2w, 2w + 1) owns rows 8w..8w+7 and 64+8w..64+8w+7, as the picture says.
+    for w in range(c["threads_m"] * c["threads_n"] // WARP):
+        rows = sorted(fragment_offset(ty, i, c["V"]) for ty in (2 * w, 2 * w + 1) for i in range(c["kThreadM"]))
+        if rows != list(range(8 * w, 8 * w + 8)) + list(range(64 + 8 * w, 72 + 8 * w)):
+            raise AssertionError(f"gemm v3: warp {w} does not own rows 8w..8w+7 and 64+8w..64+8w+7")
     # Every element of the block tile has exactly one owner.
     owners = {}
     for lane in range(c["threads_m"]):
@@ -136,9 +141,9 @@ def draw():
                                                for w in range(warps)]
              + [("#333333", "#000", f"thread (ty, tx) = {target}")], size=13)
     s.lines(tile_x + g * gcell + 16, tile_y + (warps + 1) * 24 + 16,
-            ["tx = threadIdx.x % 16,", "ty = threadIdx.x / 16:", "a warp is two rows of", "the 16x16 thread grid:",
-             f"rows of 2\u00b7{V} values at m0 + 8w", f"and m0 + 64 + 8w, all {TN}", "columns. v3 names no",
-             "warp tile of its own."], size=12)
+            [f"tx = threadIdx.x % {nt_n},", f"ty = threadIdx.x / {nt_n}:", "warp w is two rows of the",
+             f"{nt_m}x{nt_n} thread grid and owns", "C rows 8w..8w+7 and", f"64+8w..64+8w+7, all {TN}",
+             "columns. v3 names no", "warp tile of its own."], size=12)
 
     # Level 3: one thread. Its 8x8 values, as fragment_offset places them, and the k loop.
     tx3, ty3 = 24, 610

@@ -147,7 +147,7 @@ def draw():
     ref = direct(d, g, 2)
     hl, hl2 = COLOURS["highlight"], COLOURS["highlight2"]
 
-    s = Svg(1240, 850, "Winograd F(2x2, 3x3) and F(4x4, 3x3) transforms")
+    s = Svg(1240, 870, "Winograd F(2x2, 3x3) and F(4x4, 3x3) transforms")
     s.text(24, 36, "Winograd F(2x2, 3x3):  Y = A\u1d40 [ (G g G\u1d40) \u2299 (B\u1d40 d B) ] A", size=22, weight="bold")
     s.text(24, 60, f"Matrices read from {GPU_FILE} (Matrices<M, T>), equal to the 1-D transforms of", size=13)
     s.text(24, 78, f"{CPU_FILE}; every number below is exact and checked by the generator.", size=13)
@@ -193,10 +193,9 @@ def draw():
     panel(620, ry3, "direct correlation", ref, cell_w=44, fill="#dff2da")
     s.text(490, ry3 + 84, "direct: \u03a3 d[i+r][j+s] g[r][s] over r, s < 3", size=13)
     s.text(490, ry3 + 102, "Y equals it (checked)" if y == ref else "MISMATCH", size=13, weight="bold")
-    s.text(24, ry3 + 150, "Against direct: 16 multiplications per 2x2 block and channel pair instead of 36; U is computed"
-           " once per filter,", size=13)
-    s.text(24, ry3 + 168, "V once per tile and input channel, so across channels the 16 products become 16 independent"
-           " GEMMs (one per point).", size=13)
+    s.lines(24, ry3 + 150, ["Against direct: 16 multiplications per 2x2 block and channel pair instead of 36.",
+                            "U is computed once per filter pair, V once per tile and input channel, so across",
+                            "channels the 16 products become 16 independent GEMMs (one per point)."], size=13)
 
     # F(4x4, 3x3) on the right.
     fx = 800
