@@ -130,12 +130,10 @@ def draw():
     ox, oy = 40, 140
     s.text(ox - 16, oy - 22, f"Input: {H}x{W} (white), pad {pad} (grey), zeros past it (dark)", size=14,
            weight="bold")
-    for i in range(rows):
-        for j in range(cols):
-            h, w = i - pad, j - pad
-            fill = "#ffffff" if 0 <= h < H and 0 <= w < W else (COLOURS["pad"] if -pad <= h <= H and -pad <= w <= W
-                                                                  and h < H + pad and w < W + pad else "#dddddd")
-            s.rect(ox + j * cell, oy + i * cell, cell, cell, fill=fill, stroke="#d0d0d0", width=0.4)
+    s.rect(ox, oy, cols * cell, rows * cell, fill="#dddddd", stroke="none", width=0)
+    s.rect(ox, oy, (W + 2 * pad) * cell, (H + 2 * pad) * cell, fill=COLOURS["pad"], stroke="none", width=0)
+    s.rect(ox + pad * cell, oy + pad * cell, W * cell, H * cell, fill="#ffffff", stroke="none", width=0)
+    s.grid(ox, oy, rows, cols, cell)
     s.rect(ox + pad * cell, oy + pad * cell, W * cell, H * cell, stroke="#000", width=1.4)
     s.rect(ox, oy, (W + 2 * pad) * cell, (H + 2 * pad) * cell, stroke="#777", width=1.0, dash="4,3")
     for ti in range(nth):
@@ -153,9 +151,7 @@ def draw():
     # Right: the output plane cut into the tiles' valid blocks.
     rx = ox + cols * cell + 70
     s.text(rx, oy - 22, f"Output ({P}x{Q}): tile (i, j)'s {oh}x{ow} block", size=14, weight="bold")
-    for i in range(P):
-        for j in range(Q):
-            s.rect(rx + j * cell, oy + i * cell, cell, cell, fill="#ffffff", stroke="#d0d0d0", width=0.4)
+    s.grid(rx, oy, P, Q, cell)
     for ti in range(nth):
         for tj in range(ntw):
             h = min(oh, P - ti * oh)
@@ -179,8 +175,9 @@ def draw():
     for i, (c, cost) in enumerate(shown_cands):
         weight = "bold" if c == t else "normal"
         yy = ty + 18 * (i + 1)
-        s.text(tx, yy, f"{c['tile_h']}x{c['tile_w']}" + ("  \u2190 chosen" if c == t else ""), size=12, mono=True,
-               weight=weight)
+        s.text(tx, yy, f"{c['tile_h']}x{c['tile_w']}", size=12, mono=True, weight=weight)
+        if c == t:
+            s.text(tx + 198, yy, "\u2190 chosen", size=12, weight=weight)
         s.text(tx + 120, yy, str(c["tiles_h"] * c["tiles_w"]), size=12, mono=True, anchor="end", weight=weight)
         s.text(tx + 190, yy, f"{cost / 1e9:.1f}", size=12, mono=True, anchor="end", weight=weight)
     s.lines(tx, ty + 18 * (len(shown_cands) + 2), ["per tile: 8\u00b7spectrum\u00b7K\u00b7C/g", "  + fft(T)\u00b7(C + K)",

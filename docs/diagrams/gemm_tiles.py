@@ -123,12 +123,14 @@ def draw():
     s.rect(bx, tile_y, TK * 4, g * gcell, fill="#e4572e", opacity=0.5, stroke="#a02b10")
     s.text(bx - 2, tile_y + g * gcell + 18, "As", size=13, weight="bold")
     # Each V x V group of C belongs to thread (ty, tx) = (group row % 16, group column % 16).
+    # A row of groups has one ty, and a warp holds whole rows of the thread grid (it
+    # spans all nt_n values of tx, checked below), so a row has one warp's colour.
+    if WARP % nt_n:
+        raise AssertionError("gemm v3: a warp no longer covers whole rows of the thread grid")
     for gi in range(g):
-        for gj in range(g):
-            ty, tx = gi % nt_m, gj % nt_n
-            warp = (ty * nt_n + tx) // WARP
-            s.rect(tile_x + gj * gcell, tile_y + gi * gcell, gcell, gcell, fill=warp_colours[warp % 8],
-                   stroke="#ffffff", width=0.5)
+        warp = (gi % nt_m) * nt_n // WARP
+        s.rect(tile_x, tile_y + gi * gcell, g * gcell, gcell, fill=warp_colours[warp % 8], stroke="none", width=0)
+    s.grid(tile_x, tile_y, g, g, gcell, stroke="#ffffff", width=0.5)
     target = (1, 2)  # (ty, tx) of the thread drawn in level 3
     for gi in range(g):
         for gj in range(g):

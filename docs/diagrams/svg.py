@@ -77,6 +77,12 @@ class Svg:
         self.add(f'<line x1="{num(x1)}" y1="{num(y1)}" x2="{num(x2)}" y2="{num(y2)}" stroke="{stroke}" '
                  f'stroke-width="{num(width)}"{extra}/>')
 
+    def grid(self, x, y, rows, cols, cell, stroke="#d0d0d0", width=0.4):
+        """Cell boundaries as one path (a per-cell rect would multiply the file size)."""
+        d = [f"M{num(x)},{num(y + i * cell)}h{num(cols * cell)}" for i in range(rows + 1)]
+        d += [f"M{num(x + j * cell)},{num(y)}v{num(rows * cell)}" for j in range(cols + 1)]
+        self.add(f'<path d="{"".join(d)}" fill="none" stroke="{stroke}" stroke-width="{num(width)}"/>')
+
     def arrow(self, x1, y1, x2, y2, stroke="#333", width=1.6, dash=None, label=None, label_size=12,
               label_dx=6, label_dy=-4, anchor="start"):
         extra = f' stroke-dasharray="{dash}"' if dash else ""
