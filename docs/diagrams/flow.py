@@ -139,7 +139,7 @@ def draw():
           size=13)
     s.arrow(428, 863, 406, 863)
     s.text(24, 980, "Solid arrows: calls. Dashed: the fallback a backend gets for an op it does not claim.", size=13)
-    s.text(24, 1020, "Colours: the layers of cmake/ConvkitLayers.cmake:", size=13)
+    s.text(24, 1020, "Colours: layers of cmake/ConvkitLayers.cmake (kernels/ is gpu's):", size=13)
     keys = [("ops", "nn, ops"), ("backend", "backend"), ("conv", "conv"), ("cpu", "cpu"), ("gpu", "gpu (host)"),
             ("sim", "sim"), ("kernel", "kernels")]
     for i, (kind, label) in enumerate(keys):
