@@ -71,7 +71,11 @@ def kernel_families(root=ROOT):
     return families
 
 
-def _int_or_constant(text, token, path):
+def _int_or_constant(text, token, path, depth=0):
     if token.isdigit():
         return int(token)
+    # A constant may name another (kGemmDefaultVersion = kGemmSplitKVersion).
+    alias = re.search(r"\b" + re.escape(token) + r"\s*=\s*([A-Za-z_]\w*)\s*;", text)
+    if alias and depth < 4:
+        return _int_or_constant(text, alias.group(1), path, depth + 1)
     return int_constants(text, [token], path, "the file")[token]
