@@ -52,19 +52,18 @@ def text_of(cmd):
 
 
 def cpu_record():
-    model, flags = "unknown", set()
+    info = {}
     try:
         for line in open("/proc/cpuinfo"):
             key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
+            info.setdefault(key.strip(), value.strip())  # the first processor's
     except OSError:
         pass
+    flags = set(info.get("flags", "").split())
     isa = [f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
                        "avx512_bf16", "amx_tile") if f in flags]
-    return {"model": model, "isa_flags": isa, "logical_cpus": os.cpu_count(), "kernel": platform.release()}
+    return {"model": info.get("model name", "unknown"), "family": info.get("cpu family"), "model_number": info.get("model"),
+            "mhz": info.get("cpu MHz"), "isa_flags": isa, "logical_cpus": os.cpu_count(), "kernel": platform.release()}
 
 
 def build_record(convkit):
@@ -117,13 +116,19 @@ def compare(args, name, batch, env):
     torch_cmd = [args.python, os.path.join(HERE, "pytorch_train.py"), "--device", "cpu", "--runs", f"{name}:{batch}",
                  "--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads)]
     rounds = {"convkit": [], **{f"pytorch_{layout}": [] for layout in LAYOUTS}}
+    torch_threads = set()
     for _ in range(args.rounds):
         rounds["convkit"].append(run_json(convkit_cmd, env)["images_per_sec"])
         for layout in LAYOUTS:
-            rounds[f"pytorch_{layout}"].append(run_json(torch_cmd + ["--layout", layout], env)["images_per_sec"])
+            line = run_json(torch_cmd + ["--layout", layout], env)
+            rounds[f"pytorch_{layout}"].append(line["images_per_sec"])
+            torch_threads.add(line["threads"])
+    if torch_threads != {args.threads}:
+        sys.exit(f"compare_pytorch: PyTorch ran on {sorted(torch_threads)} threads, not {args.threads}")
     medians = {side: median(v) for side, v in rounds.items()}
     best = max(LAYOUTS, key=lambda layout: medians[f"pytorch_{layout}"])
-    return {"model": name, "batch": batch, "rounds": rounds, "medians": medians,
+    return {"model": name, "batch": batch, "commands": [shlex.join(convkit_cmd), shlex.join(torch_cmd + ["--layout", "L"])],
+            "rounds": rounds, "medians": medians,
             "spread": {side: [min(v), max(v)] for side, v in rounds.items()},
             "better_pytorch_layout": best,
             "ratio": medians["convkit"] / medians[f"pytorch_{best}"],
@@ -162,8 +167,8 @@ def main():
     ap.add_argument("--models", default="cifar10-cnn,cifar10-cnn-bn,fmnist-cnn")
     ap.add_argument("--batches", default="32,128")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=10, help="timed steps per round and side (default 10)")
-    ap.add_argument("--warmup", type=int, default=3, help="untimed steps before them (default 3)")
+    ap.add_argument("--steps", type=int, default=5, help="timed steps per round and side (default 5)")
+    ap.add_argument("--warmup", type=int, default=2, help="untimed steps before them (default 2)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", required=True, help="folder for pytorch2.json and pytorch2.md")
     args = ap.parse_args()
@@ -178,11 +183,13 @@ def main():
         sys.exit(f"compare_pytorch: --batches expects comma-separated integers, got '{args.batches}'")
 
     # Refuse to time two different networks.
+    structure = {}
     for name in models:
         problems, n = structure_check.check(args.convkit, name)
         if problems:
             sys.exit(f"compare_pytorch: {name} differs between convkit and PyTorch:\n  " + "\n  ".join(problems))
-        print(f"{name}: {n} layers, the same in convkit and PyTorch", flush=True)
+        structure[name] = f"{n} layers, the same in convkit and PyTorch (benchmarks/structure_check.py)"
+        print(f"{name}: {structure[name]}", flush=True)
 
     # One thread count for both: convkit's OpenMP reads OMP_NUM_THREADS, PyTorch gets --threads too.
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
@@ -190,7 +197,9 @@ def main():
             "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     result = {"threads": args.threads, "rounds": args.rounds, "steps": args.steps, "warmup": args.warmup,
               "order": ["convkit", "pytorch_nchw", "pytorch_channels_last"], "host": host,
-              "pytorch": torch_record(), "commands": {"argv": sys.argv}, "results": []}
+              "pytorch": torch_record(), "argv": sys.argv, "structure": structure,
+              "environment": {k: v for k, v in env.items() if k.startswith(("OMP_", "KMP_", "MKL_", "GOMP_"))},
+              "results": []}
     print(f"{'model':16} {'batch':>5} {'convkit':>9} {'pt nchw':>9} {'pt cl':>9} {'ratio':>7}", flush=True)
     for name in models:
         for batch in batches:

@@ -11,9 +11,10 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${1:-$root/build/pytorch-venv}
 torch_version=2.15.0
+numpy_version=2.4.6
 
 installed() {
-  "$venv/bin/python" -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" 2>/dev/null
+  "$venv/bin/python" -c "import sys, numpy, torch; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" 2>/dev/null
 }
 if [ -x "$venv/bin/python" ] && installed; then
   echo "pytorch-venv: torch $torch_version already in $venv"
@@ -21,7 +22,8 @@ if [ -x "$venv/bin/python" ] && installed; then
 fi
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
   { echo "pytorch-venv: torch $torch_version needs Python 3.10 or newer, python3 is $(python3 --version)" >&2; exit 1; }
-python3 -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$torch_version"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+# NumPy too: torch warns at import without it, and a PyTorch user has it.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$torch_version" "numpy==$numpy_version"
 installed || { echo "pytorch-venv: torch $torch_version installed into $venv but does not import" >&2; exit 1; }
 echo "pytorch-venv: torch $torch_version in $venv ($(du -sh "$venv" | cut -f1))"

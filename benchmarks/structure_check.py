@@ -151,15 +151,22 @@ def torch_structure(model, input_shape):
         hooks.append(module.register_forward_hook(hook))
     was_training = model.training
     model.eval()
+    error = None
     try:
         with torch.no_grad():
             model(torch.zeros((1,) + tuple(input_shape)))
+    except RuntimeError as e:
+        # The rows before the failing layer still show where the networks part.
+        error = f"pytorch's network fails after {len(rows)} layers: {str(e).splitlines()[0]}"
     finally:
         for h in hooks:
             h.remove()
         model.train(was_training)
     trainable, non_trainable = _counts(model, torch)
-    return {"input": list(input_shape), "trainable": trainable, "non_trainable": non_trainable, "layers": rows}
+    out = {"input": list(input_shape), "trainable": trainable, "non_trainable": non_trainable, "layers": rows}
+    if error:
+        out["error"] = error
+    return out
 
 
 def check(convkit, name):
@@ -170,6 +177,8 @@ def check(convkit, name):
     ours = convkit_structure(convkit, name)
     theirs = torch_structure(model, shape)
     problems = compare(ours, theirs)
+    if "error" in theirs:
+        problems.insert(0, theirs["error"])
     if list(ours["input"]) != list(shape):
         problems.insert(0, f"input shape {ours['input']} against {list(shape)}")
     return problems, len(ours["layers"])
