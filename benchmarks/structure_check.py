@@ -82,7 +82,7 @@ def _pair(v):
     return [v, v] if isinstance(v, int) else list(v)
 
 
-def _options(m, input_shape, torch):
+def _options(m, torch):
     """The structural options of one PyTorch layer, in the keys of convkit's --json rows."""
     nn = torch.nn
     if isinstance(m, nn.Conv2d):
@@ -146,7 +146,7 @@ def torch_structure(model, input_shape):
             row = {"name": name, "type": type(m).__name__, "input_shape": shape_in,
                    "output_shape": [-1] + list(output.shape[1:]), "trainable": trainable,
                    "non_trainable": non_trainable}
-            row.update(_options(m, shape_in, torch))
+            row.update(_options(m, torch))
             rows.append(row)
         hooks.append(module.register_forward_hook(hook))
     was_training = model.training
