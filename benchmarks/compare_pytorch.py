@@ -147,6 +147,9 @@ def markdown(result):
              f"{result['warmup']} warm-up steps (each round a fresh process); [min, max] over the rounds. "
              f"Load average (1 min) {h['load_average_start'][0]:.1f} at the start, "
              f"{h['load_average_end'][0]:.1f} at the end.", "",
+             *([] if result.get("complete") else
+               [f"**Incomplete**: {len(result['results'])} of {result['planned']} rows were measured before the run stopped.",
+                ""]),
              "| model | batch | convkit | PyTorch NCHW | PyTorch channels_last | convkit / better PyTorch |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
 
@@ -178,7 +181,7 @@ def main():
         sys.exit(f"compare_pytorch: no convkit tool at {args.convkit} (build the convkit_cli target, or pass --convkit)")
     models = [m for m in args.models.split(",") if m]
     try:
-        batches = [int(b) for b in args.batches.split(",") if b]
+        batches = sorted(int(b) for b in args.batches.split(",") if b)
     except ValueError:
         sys.exit(f"compare_pytorch: --batches expects comma-separated integers, got '{args.batches}'")
 
@@ -199,24 +202,32 @@ def main():
               "order": ["convkit", "pytorch_nchw", "pytorch_channels_last"], "host": host,
               "pytorch": torch_record(), "argv": sys.argv, "structure": structure,
               "environment": {k: v for k, v in env.items() if k.startswith(("OMP_", "KMP_", "MKL_", "GOMP_"))},
-              "results": []}
+              "complete": False, "results": []}
     print(f"{'model':16} {'batch':>5} {'convkit':>9} {'pt nchw':>9} {'pt cl':>9} {'ratio':>7}", flush=True)
-    for name in models:
-        for batch in batches:
-            r = compare(args, name, batch, env)
-            result["results"].append(r)
-            m = r["medians"]
-            print(f"{name:16} {batch:5} {m['convkit']:9.0f} {m['pytorch_nchw']:9.0f} "
-                  f"{m['pytorch_channels_last']:9.0f} {r['ratio']:6.2f}x", flush=True)
-    host["load_average_end"] = os.getloadavg()
-    host["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "pytorch2.json"), "w") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
-    with open(os.path.join(args.out, "pytorch2.md"), "w") as f:
-        f.write(markdown(result))
+    # Batch by batch, the smaller first, and the files rewritten after every
+    # row: a run cut short (a busy machine, a time limit) keeps what it measured.
+    pending = [(name, batch) for batch in batches for name in models]
+    result["planned"] = len(pending)
+    for name, batch in pending:
+        r = compare(args, name, batch, env)
+        result["results"].append(r)
+        m = r["medians"]
+        print(f"{name:16} {batch:5} {m['convkit']:9.0f} {m['pytorch_nchw']:9.0f} "
+              f"{m['pytorch_channels_last']:9.0f} {r['ratio']:6.2f}x", flush=True)
+        result["complete"] = len(result["results"]) == len(pending)
+        host["load_average_end"] = os.getloadavg()
+        host["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        write(args.out, result)
     print(f"compare_pytorch: wrote {args.out}/pytorch2.json and pytorch2.md")
+
+
+def write(out, result):
+    for name, text in (("pytorch2.json", json.dumps(result, indent=1) + "\n"), ("pytorch2.md", markdown(result))):
+        path = os.path.join(out, name)
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":
