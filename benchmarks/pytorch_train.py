@@ -1,83 +1,42 @@
 #!/usr/bin/env python3
-"""Training throughput of PyTorch eager on a GPU, for scripts/gpu-check.sh.
+"""Training throughput of PyTorch eager, on a GPU (scripts/gpu-check.sh) or on the CPU (benchmarks/compare_pytorch.py).
 
-The same networks as convkit's zoo (cifar10-cnn, resnet18-cifar), the same
+The same networks as convkit's zoo (benchmarks/pytorch_models.py), the same
 synthetic batch (uniform images in [0, 1), uniform labels), the same step
 (forward, softmax cross-entropy, zero_grad(set_to_none=True), backward, SGD
 lr 0.01 momentum 0.9) as `convkit bench train MODEL --optimizer sgd`.
-Prints one JSON line per (model, batch, precision):
-    {"model":..., "batch":..., "tf32":..., "images_per_sec":..., ...}
-TF32 off is strict FP32 (what convkit's kernels compute); TF32 on is PyTorch's
-cuDNN/cuBLAS tensor-core path. Parameter counts are printed so a reader can
-check them against `convkit summary MODEL`.
+Prints one JSON line per (model, batch, precision or layout):
+    {"model":..., "batch":..., "images_per_sec":..., ...}
+On a GPU: TF32 off is strict FP32 (what convkit's kernels compute); TF32 on
+is PyTorch's cuDNN/cuBLAS tensor-core path.
+On the CPU (--device cpu) PyTorch is set up as a user tuning for CPU speed
+would: torch.set_num_threads(--threads), in-place ReLUs, and the memory
+layout given by --layout: nchw (contiguous), channels_last (NHWC, oneDNN's
+preferred layout for convolutions) or both, one line each.
 """
 import argparse
 import json
+import os
 import sys
 import time
 
 import torch
 from torch import nn
 
-
-def cifar10_cnn(classes=10):
-    # 32 -> same 32 -> valid 30 -> pool 15 -> same 15 -> valid 13 -> pool 6; 64*6*6 = 2304.
-    return nn.Sequential(
-        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(inplace=True),
-        nn.Conv2d(32, 32, 3), nn.ReLU(inplace=True), nn.MaxPool2d(2), nn.Dropout(0.25),
-        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(inplace=True),
-        nn.Conv2d(64, 64, 3), nn.ReLU(inplace=True), nn.MaxPool2d(2), nn.Dropout(0.25),
-        nn.Flatten(), nn.Linear(2304, 512), nn.ReLU(inplace=True), nn.Dropout(0.5),
-        nn.Linear(512, classes))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pytorch_models  # noqa: E402
 
 
-class BasicBlock(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.relu = nn.ReLU(inplace=True)
-        self.downsample = None
-        if stride != 1 or cin != cout:
-            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        identity = x if self.downsample is None else self.downsample(x)
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return self.relu(out + identity)
-
-
-def resnet18_cifar(classes=10):
-    # torchvision's ResNet-18 with a 3x3 stride-1 stem and no max pool.
-    layers = [nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True)]
-    cin = 64
-    for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
-        layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
-        cin = cout
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, classes)]
-    return nn.Sequential(*layers)
-
-
-MODELS = {"cifar10-cnn": (cifar10_cnn, (3, 32, 32), 1_250_858),
-          "resnet18-cifar": (resnet18_cifar, (3, 32, 32), 11_173_962)}
-
-
-def measure(name, batch, tf32, steps, warmup, device):
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cudnn.benchmark = True
-    make, shape, expected_params = MODELS[name]
+def make_step(name, batch, device, memory_format):
     torch.manual_seed(1)
-    model = make().to(device).train()
-    params = sum(p.numel() for p in model.parameters())
-    if params != expected_params:
-        sys.exit(f"{name}: {params} parameters, convkit's zoo has {expected_params}")
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model, shape = pytorch_models.create(name)
+    model = model.to(device).train()
     images = torch.rand((batch,) + shape, device=device)
+    if memory_format is not None:
+        model = model.to(memory_format=memory_format)
+        images = images.contiguous(memory_format=memory_format)
     labels = torch.randint(0, 10, (batch,), device=device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
 
     def step():
@@ -86,18 +45,44 @@ def measure(name, batch, tf32, steps, warmup, device):
         loss.backward()
         opt.step()
 
+    return model, step
+
+
+def timed(step, steps, warmup, sync):
     for _ in range(warmup):
         step()
-    torch.cuda.synchronize(device)
+    sync()
     start = time.perf_counter()
     for _ in range(steps):
         step()
-    torch.cuda.synchronize(device)
-    seconds = time.perf_counter() - start
-    return {"library": "pytorch", "version": torch.__version__, "cudnn": torch.backends.cudnn.version(),
-            "model": name, "batch": batch, "tf32": tf32, "params": params, "steps": steps,
-            "warmup": warmup, "seconds": seconds, "ms_per_step": 1e3 * seconds / steps,
-            "images_per_sec": batch * steps / seconds, "gpu": torch.cuda.get_device_name(device)}
+    sync()
+    return time.perf_counter() - start
+
+
+def record(name, batch, model, steps, warmup, seconds):
+    return {"library": "pytorch", "version": torch.__version__, "model": name, "batch": batch,
+            "params": sum(p.numel() for p in model.parameters()), "steps": steps, "warmup": warmup,
+            "seconds": seconds, "ms_per_step": 1e3 * seconds / steps, "images_per_sec": batch * steps / seconds}
+
+
+def measure_gpu(name, batch, tf32, steps, warmup, device):
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = True
+    model, step = make_step(name, batch, device, None)
+    seconds = timed(step, steps, warmup, lambda: torch.cuda.synchronize(device))
+    return dict(record(name, batch, model, steps, warmup, seconds), tf32=tf32,
+                cudnn=torch.backends.cudnn.version(), gpu=torch.cuda.get_device_name(device))
+
+
+LAYOUTS = {"nchw": torch.contiguous_format, "channels_last": torch.channels_last}
+
+
+def measure_cpu(name, batch, layout, steps, warmup):
+    model, step = make_step(name, batch, torch.device("cpu"), LAYOUTS[layout])
+    seconds = timed(step, steps, warmup, lambda: None)
+    return dict(record(name, batch, model, steps, warmup, seconds), device="cpu", layout=layout,
+                threads=torch.get_num_threads())
 
 
 def main():
@@ -106,14 +91,32 @@ def main():
                     help="comma-separated MODEL:BATCH")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--threads", type=int, default=2, help="CPU only: torch.set_num_threads (default 2)")
+    ap.add_argument("--layout", choices=["nchw", "channels_last", "both"], default="both",
+                    help="CPU only: the memory layout of the images and the model (default both)")
     args = ap.parse_args()
+    if args.steps < 1 or args.warmup < 0 or args.threads < 1:
+        sys.exit("pytorch_train.py: --steps and --threads must be >= 1, --warmup >= 0")
+    runs = []
+    for run in args.runs.split(","):
+        name, _, batch = run.partition(":")
+        if not batch.isdigit() or int(batch) < 1:
+            sys.exit(f"pytorch_train.py: --runs expects MODEL:BATCH with a positive batch, got '{run}'")
+        runs.append((name, int(batch)))
+    if args.device == "cpu":
+        torch.set_num_threads(args.threads)
+        layouts = list(LAYOUTS) if args.layout == "both" else [args.layout]
+        for name, batch in runs:
+            for layout in layouts:
+                print(json.dumps(measure_cpu(name, batch, layout, args.steps, args.warmup)), flush=True)
+        return
     if not torch.cuda.is_available():
         sys.exit("pytorch_train.py: no CUDA device visible to PyTorch")
     device = torch.device("cuda:0")
-    for run in args.runs.split(","):
-        name, batch = run.split(":")
+    for name, batch in runs:
         for tf32 in (False, True):
-            print(json.dumps(measure(name, int(batch), tf32, args.steps, args.warmup, device)), flush=True)
+            print(json.dumps(measure_gpu(name, batch, tf32, args.steps, args.warmup, device)), flush=True)
 
 
 if __name__ == "__main__":

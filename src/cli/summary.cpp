@@ -5,6 +5,7 @@
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
+#include "cli/summary_json.h"
 #include "convkit/core/error.h"
 #include "convkit/io/checkpoint.h"
 #include "convkit/models/zoo.h"
@@ -14,15 +15,17 @@
 namespace convkit::cli {
 
 constexpr const char* kSummaryUsage =
-    "usage: convkit summary MODEL|CHECKPOINT [--input C,H,W]\n"
-    "The layer table (output shapes, parameter counts) of a zoo model or a checkpoint.\n";
+    "usage: convkit summary MODEL|CHECKPOINT [--input C,H,W] [--json]\n"
+    "The layer table (output shapes, parameter counts) of a zoo model or a checkpoint.\n"
+    "  --json   one line of JSON instead: every row with its input and output shapes,\n"
+    "           parameter counts and structural options (kernel, stride, padding, ...)\n";
 
 int run_summary(const Args& args) {
   if (help_requested(args)) {
     std::fputs(kSummaryUsage, stdout);
     return 0;
   }
-  const ParsedArgs parsed(args, "summary", {{"input", true}});
+  const ParsedArgs parsed(args, "summary", {{"input", true}, {"json", false}});
   parsed.expect_positional(1, 1, "MODEL (a zoo name or a checkpoint file)");
   const std::string& what = parsed.positional()[0];
 
@@ -66,7 +69,11 @@ int run_summary(const Args& args) {
   }
   CK_CHECK(input.rank() == 3, "the checkpoint does not name a zoo model, so its input "
                               "shape is unknown; pass --input C,H,W");
-  std::printf("%s\n%s", title.c_str(), nn::summary(*model, input).c_str());
+  if (parsed.flag("json")) {
+    std::printf("%s\n", summary_json(title, *model, input).c_str());
+  } else {
+    std::printf("%s\n%s", title.c_str(), nn::summary(*model, input).c_str());
+  }
   return 0;
 }
 

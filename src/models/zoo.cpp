@@ -106,6 +106,16 @@ Net cifar10_cnn(Init init, std::int64_t classes) {
   return b.net;
 }
 
+// cifar10-cnn with BatchNorm between each conv / hidden dense and its ReLU,
+// the BatchNorm variant benchmarks compare (benchmarks/compare_*).
+Net cifar10_cnn_bn(Init init, std::int64_t classes) {
+  Builder b{init};
+  b.conv(3, 32, 3, true).bn2d(32).relu().conv(32, 32, 3).bn2d(32).relu().pool(2).dropout(0.25);
+  b.conv(32, 64, 3, true).bn2d(64).relu().conv(64, 64, 3).bn2d(64).relu().pool(2).dropout(0.25);
+  b.flatten().dense(2304, 512).bn1d(512).relu().dropout(0.5).dense(512, classes);
+  return b.net;
+}
+
 // The classic cats-vs-dogs CNN: 64 -> 62 -> 31 -> 29 -> 14; 32*14*14 = 6272; one logit.
 Net catdog_cnn(Init init, std::int64_t) {
   Builder b{init};
@@ -167,6 +177,8 @@ const std::vector<Entry>& entries() {
         softmax, Init::keras, 422'090, 448, fmnist_cnn_bn);
     add("cifar10-cnn", "Keras' cifar10_cnn example: 4 conv (32, 32, 64, 64), 2 max pools, dense 512, dropouts",
         {3, 32, 32}, 10, softmax, Init::keras, 1'250'858, 0, cifar10_cnn);
+    add("cifar10-cnn-bn", "cifar10-cnn with BatchNorm after each conv and the hidden dense layer", {3, 32, 32}, 10,
+        softmax, Init::keras, 1'252'266, 1'408, cifar10_cnn_bn);
     add("catdog-cnn", "cats vs dogs at 64x64: 2 x (conv 32 + max pool), dense 128, one sigmoid logit",
         {3, 64, 64}, 2, LossKind::sigmoid_bce, Init::keras, 813'217, 0, catdog_cnn);
     add("catdog-cnn-improved",

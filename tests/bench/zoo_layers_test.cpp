@@ -46,7 +46,12 @@ Shape collect(nn::Module& m, const Shape& shape, Counts& convs) {
 }
 
 // Which layer set holds each zoo model's convolutions.
-std::string set_of(const std::string& model) { return model == "fmnist-cnn-bn" ? "fmnist-cnn" : model; }
+// A BatchNorm variant runs its plain model's convolutions.
+std::string set_of(const std::string& model) {
+  const std::string bn = "-bn";
+  const bool is_bn = model.size() > bn.size() && model.compare(model.size() - bn.size(), bn.size(), bn) == 0;
+  return is_bn ? model.substr(0, model.size() - bn.size()) : model;
+}
 
 TEST(ZooLayerSets, EveryZooModelsConvolutionsAreItsLayerSet) {
   const std::vector<LayerSet> sets = load_layer_sets(default_layer_sets_path());

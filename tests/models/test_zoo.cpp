@@ -21,6 +21,7 @@ const std::map<std::string, Counts>& expected_counts() {
       {"fmnist-cnn", {421'642, 0}},
       {"fmnist-cnn-bn", {422'090, 448}},
       {"cifar10-cnn", {1'250'858, 0}},
+      {"cifar10-cnn-bn", {1'252'266, 1'408}},
       {"catdog-cnn", {813'217, 0}},
       {"catdog-cnn-improved", {407'745, 0}},
       {"datamadness-cnn", {58'088'516, 2'880}},
@@ -30,8 +31,8 @@ const std::map<std::string, Counts>& expected_counts() {
 }
 
 TEST(Zoo, NamesAndFacts) {
-  EXPECT_EQ(models::names(), (std::vector<std::string>{"fmnist-cnn", "fmnist-cnn-bn", "cifar10-cnn", "catdog-cnn",
-                                                       "catdog-cnn-improved", "datamadness-cnn", "resnet18-cifar"}));
+  EXPECT_EQ(models::names(), (std::vector<std::string>{"fmnist-cnn", "fmnist-cnn-bn", "cifar10-cnn", "cifar10-cnn-bn",
+                                                       "catdog-cnn", "catdog-cnn-improved", "datamadness-cnn", "resnet18-cifar"}));
   for (const auto& name : models::names()) {
     const auto& info = models::info(name);
     EXPECT_EQ(info.name, name);
