@@ -80,10 +80,12 @@ TEST(CpuIsa, TheProcessRunsTheChosenCopy) {
   const char* forced = std::getenv("CONVKIT_CPU_ISA");
   const cpu::CpuIsaChoice& choice = cpu::selected_cpu_isa();
   EXPECT_EQ(choice.forced, forced != nullptr && *forced != '\0');
-  if (choice.forced) EXPECT_STREQ(cpu::cpu_isa_name(choice.isa), forced);
+  if (choice.forced) {
+    EXPECT_STREQ(cpu::cpu_isa_name(choice.isa), forced);
+  }
   EXPECT_EQ(choice.best, cpu::best_cpu_isa());
   EXPECT_EQ(cpu::tap_gemm_compiled(), choice.isa != CpuIsa::baseline);
-  const std::vector<BackendInfo> devices = backend_for(Device::cpu()).devices();
+  const std::vector<BackendInfo> devices = backend_for(Device(DeviceType::cpu)).devices();
   ASSERT_EQ(devices.size(), 1u);
   EXPECT_NE(devices[0].detail.find("kernels " + cpu::describe(choice)), std::string::npos) << devices[0].detail;
 }
