@@ -36,9 +36,11 @@ if(CONVKIT_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
-# The library is built for the machine it runs on (AVX2/FMA where present);
-# turn off for a portable binary.
-option(CONVKIT_NATIVE "Compile for the host's instruction set (-march=native)" ON)
+# The library is portable: the cpu kernels are compiled for each x86-64 ISA
+# level and chosen at run time (cmake/ConvkitIsa.cmake). CONVKIT_NATIVE
+# compiles the rest for the host too; the binary then runs only on CPUs
+# with the host's instruction set.
+option(CONVKIT_NATIVE "Compile for the host's instruction set (-march=native)" OFF)
 if(CONVKIT_NATIVE)
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()

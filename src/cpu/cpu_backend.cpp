@@ -13,8 +13,9 @@
 #endif
 
 #include "core/block_cache.h"
+#include "cpu/cpu_isa.h"
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 
 namespace {
 
@@ -28,17 +29,6 @@ std::string cpu_model() {
     }
   }
   return "unknown cpu";
-}
-
-const char* simd_name() {
-#if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f")) return "AVX-512 (16 floats)";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "AVX2+FMA (8 floats)";
-  if (__builtin_cpu_supports("avx")) return "AVX (8 floats)";
-  return "SSE2 (4 floats)";
-#else
-  return "unknown SIMD";
-#endif
 }
 
 // Blocks of 2 MiB and more are aligned to 2 MiB and, on Linux, marked for
@@ -95,8 +85,8 @@ BlockCache& host_blocks() {
 
 std::vector<BackendInfo> CpuBackend::devices() const {
   return {{"cpu", true,
-           cpu_model() + ", " + std::to_string(omp_get_max_threads()) + " OpenMP threads, " +
-               simd_name()}};
+           cpu_model() + ", " + std::to_string(omp_get_max_threads()) + " OpenMP threads, kernels " +
+               describe(selected_cpu_isa())}};
 }
 
 void* CpuBackend::allocate(std::size_t nbytes) {
@@ -126,8 +116,7 @@ CpuBackend& cpu_backend() {
   return backend;
 }
 
-namespace {
-const BackendRegistrar registrar(DeviceType::cpu, [] { return static_cast<Backend*>(&cpu_backend()); });
-}  // namespace
+// The registry takes the chosen ISA copy's (isa_dispatch.cpp).
+Backend& backend() { return cpu_backend(); }
 
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

@@ -1,7 +1,10 @@
 #pragma once
 #include "convkit/backend/backend.h"
+#include "cpu/isa_namespace.h"
 
-namespace convkit::cpu {
+// One class per ISA copy (cmake/ConvkitIsa.cmake): its files are compiled
+// once per ISA, in namespace CONVKIT_ISA_NS.
+namespace convkit::cpu::CONVKIT_ISA_NS {
 
 // OpenMP + Eigen. Host memory is 64-byte aligned.
 class CpuBackend final : public Backend {
@@ -77,4 +80,4 @@ class CpuBackend final : public Backend {
 
 CpuBackend& cpu_backend();
 
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

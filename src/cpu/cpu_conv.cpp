@@ -5,7 +5,7 @@
 #include "cpu/conv/conv_heuristic.h"
 #include "cpu/cpu_backend.h"
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 
 Support CpuBackend::conv2d_supports(ConvAlgo algo, const Conv2dDesc& desc) {
   return conv::dispatch_supports(conv_registry(), algo, desc);
@@ -37,4 +37,4 @@ void CpuBackend::conv2d_backward_weights(ConvAlgo algo, const Conv2dDesc& desc, 
   conv::dispatch_backward_weights(conv_registry(), algo, desc, x, dy, dw, db, workspace);
 }
 
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

@@ -9,7 +9,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/strided_loop.h"
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 
 void CpuBackend::cross_entropy_forward(const Tensor& logits, const Tensor& targets,
                                        double label_smoothing, const Tensor& loss,
@@ -61,4 +61,4 @@ void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targ
   });
 }
 
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

@@ -9,7 +9,7 @@
 #include "cpu/philox_lanes.h"
 #include "cpu/strided_loop.h"
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 
 void CpuBackend::dropout_mask(const Tensor& out, std::uint64_t seed, std::uint64_t offset,
                               double p) {
@@ -28,4 +28,4 @@ void CpuBackend::dropout_mask(const Tensor& out, std::uint64_t seed, std::uint64
   });
 }
 
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

@@ -10,7 +10,7 @@
 #include "cpu/philox_lanes.h"
 #include "cpu/strided_loop.h"
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 
 namespace {
 
@@ -156,4 +156,4 @@ void CpuBackend::normal(const Tensor& out, std::uint64_t seed, std::uint64_t off
   });
 }
 
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

@@ -8,7 +8,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/strided_loop.h"
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 
 namespace {
 
@@ -84,4 +84,4 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   });
 }
 
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

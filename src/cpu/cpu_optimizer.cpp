@@ -8,7 +8,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/strided_loop.h"
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 
 namespace {
 // Below this many elements a parallel region costs more than the loop.
@@ -67,4 +67,4 @@ void CpuBackend::adam_update(const Tensor& param, const Tensor& grad, const Tens
   });
 }
 
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

@@ -10,7 +10,7 @@
 #include "cpu/cpu_pool.h"
 #include "cpu/strided_loop.h"
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 
 namespace {
 
@@ -122,11 +122,6 @@ template void max_pool2d_generic<double>(const double*, double*, std::int64_t*, 
 template void max_pool2d_2x2s2<float>(const float*, float*, std::int64_t*, const PoolGeometry&);
 template void max_pool2d_2x2s2<double>(const double*, double*, std::int64_t*, const PoolGeometry&);
 
-bool is_2x2_stride_2(const PoolWindow& w) {
-  return w.kernel_h == 2 && w.kernel_w == 2 && w.stride_h == 2 && w.stride_w == 2 && w.pad_h == 0 &&
-         w.pad_w == 0;
-}
-
 void CpuBackend::max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& argmax,
                                     PoolWindow w) {
   const PoolGeometry g = pool_geometry(x, out);
@@ -214,4 +209,4 @@ void CpuBackend::avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_
   });
 }
 
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

@@ -1,6 +1,5 @@
 #pragma once
-// The CPU max-pool forward kernels, visible to the tests that check the 2x2
-// stride-2 version against its generic twin.
+// The geometry of the CPU max-pool forward kernels.
 #include <cstdint>
 
 #include "convkit/backend/kernel_params.h"
@@ -16,17 +15,12 @@ inline PoolGeometry pool_geometry(const Tensor& in, const Tensor& out) {
   return {in.size(0) * in.size(1), in.size(2), in.size(3), out.size(2), out.size(3)};
 }
 
-// Any window, stride and padding; every output's value and the index of the
-// winning input in its plane (the first maximum in row-major order; a NaN
-// always takes over, as in PyTorch).
-template <typename T>
-void max_pool2d_generic(const T* x, T* y, std::int64_t* argmax, const PoolGeometry& g, const PoolWindow& w);
+// The kernels are each ISA copy's entry points (cpu/isa_entry_points.h).
 
-// The same for a 2x2 window with stride 2 and no padding, every window whole
-// (2*OH <= H, 2*OW <= W).
-template <typename T>
-void max_pool2d_2x2s2(const T* x, T* y, std::int64_t* argmax, const PoolGeometry& g);
-
-bool is_2x2_stride_2(const PoolWindow& w);
+// Whether max_pool2d_2x2s2 applies to `w`.
+inline bool is_2x2_stride_2(const PoolWindow& w) {
+  return w.kernel_h == 2 && w.kernel_w == 2 && w.stride_h == 2 && w.stride_w == 2 && w.pad_h == 0 &&
+         w.pad_w == 0;
+}
 
 }  // namespace convkit::cpu

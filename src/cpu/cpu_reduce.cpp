@@ -6,7 +6,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/strided_loop.h"
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 
 namespace {
 
@@ -105,4 +105,4 @@ void CpuBackend::argmax(const Tensor& x, std::int64_t dim, const Tensor& out) {
   });
 }
 
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

@@ -11,7 +11,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/strided_loop.h"
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 
 namespace {
 
@@ -129,4 +129,4 @@ void CpuBackend::softmax_backward(const Tensor& grad_out, const Tensor& out, std
   });
 }
 
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/cpu_pool.h"
+#include "cpu/isa_dispatch.h"
 
 #include "ops/ops_testing.h"
 
@@ -227,7 +228,24 @@ TEST_P(Pool, BadArgumentsAreClearErrors) {
 
 // The cpu's 2x2 stride-2 max pool against its generic twin, bit for bit, on
 // odd and even sizes (floor mode drops the last row or column), with ties,
-// -inf everywhere in some windows, and NaNs, in float and double.
+// -inf everywhere in some windows, and NaNs, in float and double: each ISA
+// copy this CPU runs, against the baseline copy's generic loop.
+template <typename T>
+struct PoolCopy {
+  const char* isa;
+  void (*two_by_two)(const T*, T*, std::int64_t*, const cpu::PoolGeometry&);
+};
+
+template <typename T>
+std::vector<PoolCopy<T>> runnable_pool_copies() {
+  std::vector<PoolCopy<T>> copies{{"baseline", &cpu::isa_baseline::max_pool2d_2x2s2<T>}};
+#if defined(__x86_64__)
+  if (cpu::best_cpu_isa() >= cpu::CpuIsa::avx2) copies.push_back({"avx2", &cpu::isa_avx2::max_pool2d_2x2s2<T>});
+  if (cpu::best_cpu_isa() >= cpu::CpuIsa::avx512) copies.push_back({"avx512", &cpu::isa_avx512::max_pool2d_2x2s2<T>});
+#endif
+  return copies;
+}
+
 template <typename T>
 void check_2x2_matches_generic(std::int64_t planes, std::int64_t H, std::int64_t W, std::uint64_t seed) {
   const cpu::PoolGeometry g{planes, H, W, H / 2, W / 2};
@@ -245,13 +263,15 @@ void check_2x2_matches_generic(std::int64_t planes, std::int64_t H, std::int64_t
   std::vector<std::int64_t> a_ref(outs), a(outs);
   PoolWindow w;
   w.kernel_h = w.kernel_w = w.stride_h = w.stride_w = 2;
-  cpu::max_pool2d_generic(x.data(), y_ref.data(), a_ref.data(), g, w);
-  cpu::max_pool2d_2x2s2(x.data(), y.data(), a.data(), g);
-  for (std::size_t i = 0; i < outs; ++i) {
-    const bool same = std::isnan(y_ref[i]) ? std::isnan(y[i]) : y[i] == y_ref[i];
-    ASSERT_TRUE(same) << "output " << i << " of " << planes << "x" << H << "x" << W << ": " << y[i]
-                      << " vs generic " << y_ref[i];
-    ASSERT_EQ(a[i], a_ref[i]) << "argmax of output " << i << " of " << planes << "x" << H << "x" << W;
+  cpu::isa_baseline::max_pool2d_generic(x.data(), y_ref.data(), a_ref.data(), g, w);
+  for (const PoolCopy<T>& copy : runnable_pool_copies<T>()) {
+    copy.two_by_two(x.data(), y.data(), a.data(), g);
+    for (std::size_t i = 0; i < outs; ++i) {
+      const bool same = std::isnan(y_ref[i]) ? std::isnan(y[i]) : y[i] == y_ref[i];
+      ASSERT_TRUE(same) << copy.isa << ": output " << i << " of " << planes << "x" << H << "x" << W << ": " << y[i]
+                        << " vs generic " << y_ref[i];
+      ASSERT_EQ(a[i], a_ref[i]) << copy.isa << ": argmax of output " << i << " of " << planes << "x" << H << "x" << W;
+    }
   }
 }
 

@@ -44,8 +44,9 @@
 #include "cpu/conv/im2col.h"
 #include "cpu/conv/implementations.h"
 #include "cpu/conv/tap_gemm.h"
+#include "cpu/isa_namespace.h"
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 namespace {
 
 // Enough images in flight for 16 threads to work on whole images; machines
@@ -338,8 +339,6 @@ class Im2colGemmConv final : public ConvAlgorithm {
 
 }  // namespace
 
-const ConvAlgorithm& im2col_gemm_conv_algorithm() { return im2col_gemm_conv_algorithm_with_kernel(GemmKernel::automatic); }
-
 const ConvAlgorithm& im2col_gemm_conv_algorithm_with_kernel(GemmKernel kernel) {
   static const Im2colGemmConv automatic(GemmKernel::automatic), eigen(GemmKernel::eigen), taps(GemmKernel::taps);
   switch (kernel) {
@@ -350,8 +349,4 @@ const ConvAlgorithm& im2col_gemm_conv_algorithm_with_kernel(GemmKernel kernel) {
   return automatic;
 }
 
-namespace {
-const conv::ConvAlgorithmRegistrar kRegistered(conv_registry(), im2col_gemm_conv_algorithm());
-}  // namespace
-
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

@@ -48,6 +48,7 @@
 #include "cpu/conv/eigen_maps.h"
 #include "cpu/conv/implementations.h"
 #include "cpu/conv/tap_gemm.h"
+#include "cpu/isa_namespace.h"
 #include "cpu/conv/winograd_transforms.h"
 
 // "These iterations are independent", for GCC's vectorizer. Clang warns
@@ -60,7 +61,7 @@
 #define CONVKIT_IVDEP _Pragma("GCC ivdep")
 #endif
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 namespace {
 
 using winograd::F;
@@ -749,8 +750,6 @@ class WinogradConv final : public ConvAlgorithm {
 
 }  // namespace
 
-const ConvAlgorithm& winograd_conv_algorithm() { return winograd_conv_algorithm_with(0, GemmKernel::automatic); }
-
 const ConvAlgorithm& winograd_conv_algorithm_with(int output_tile, GemmKernel kernel) {
   CK_CHECK(output_tile == 0 || output_tile == 2 || output_tile == 4, "winograd_conv_algorithm_with: output tile ",
            output_tile, " is not 0 (per pass), 2 or 4");
@@ -761,8 +760,4 @@ const ConvAlgorithm& winograd_conv_algorithm_with(int output_tile, GemmKernel ke
   return variants[output_tile / 2][static_cast<int>(kernel)];
 }
 
-namespace {
-const conv::ConvAlgorithmRegistrar kRegistered(conv_registry(), winograd_conv_algorithm());
-}  // namespace
-
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

@@ -19,6 +19,7 @@
 
 #include "conv/correlation.h"
 #include "convkit/core/error.h"
+#include "cpu/isa_namespace.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -28,7 +29,7 @@
 #endif
 #endif
 
-namespace convkit::cpu {
+namespace convkit::cpu::CONVKIT_ISA_NS {
 namespace {
 
 using i64 = std::int64_t;
@@ -290,8 +291,8 @@ constexpr std::array<std::array<WeightGradientTile, kWeightTaps + 1>, kWeightFil
 
 void require_compiled() {
   CK_CHECK(tap_gemm_compiled(),
-           "conv2d tap kernels: this build has no AVX2 + FMA micro-kernels (compile with -march=native on an "
-           "AVX2 machine); im2col_gemm uses its Eigen path instead");
+           "conv2d tap kernels: the baseline ISA copy has no AVX2 + FMA micro-kernels (this CPU lacks AVX2, or "
+           "CONVKIT_CPU_ISA=baseline); im2col_gemm uses its Eigen path instead");
 }
 
 }  // namespace
@@ -418,4 +419,4 @@ void tap_gemm_backward_weights_image(const Conv2dDesc& d, const float* x_image, 
 #endif
 }
 
-}  // namespace convkit::cpu
+}  // namespace convkit::cpu::CONVKIT_ISA_NS

@@ -18,9 +18,11 @@
 //   backward-weights  dw[k][c][r][s] += sum_{p,q} dy[k][p][q] * xpad[c][p + r*dh][q + s*dw]
 //
 // The micro-kernels are AVX2 + FMA (8 floats per register), with a 32-column
-// AVX-512 forward tile in builds for such CPUs, and exist only in builds for
-// AVX2 CPUs (tap_gemm_compiled()); im2col_gemm falls back to its Eigen twin
-// otherwise, and the tests check each against the other.
+// AVX-512 forward tile in the AVX-512 copy, and exist in the AVX2 and AVX-512
+// copies of the cpu backend (docs/cpu-isa.md; tap_gemm_compiled()): on the
+// baseline copy im2col_gemm falls back to its Eigen twin, and the tests
+// check each against the other. These declarations forward to the copy that
+// runs (isa_dispatch.cpp); within a copy, its own (cpu/isa_entry_points.h).
 #include <cstdint>
 
 #include "convkit/backend/conv_desc.h"
