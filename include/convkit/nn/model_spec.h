@@ -160,7 +160,7 @@ std::shared_ptr<Module> build_module(const SpecNode& node, const BuildOptions& o
 std::shared_ptr<Module> build_module(const std::string& spec, const BuildOptions& options = {});
 // The spec in the text file `path`, where '#' starts a comment that runs to
 // the end of its line. Errors name the file, line and column, as a compiler's
-// do: "net.spec:3:5: Conv2d has no option 'strides'".
+// do: "net.spec:3:5: Conv2d: has no option 'strides'".
 std::shared_ptr<Module> build_module_from_file(const std::string& path, const BuildOptions& options = {});
 
 // Writes one module's spec, for Module::spec() overrides:
