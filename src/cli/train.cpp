@@ -157,11 +157,13 @@ int run_train(const Args& args) {
     model = models::create(model_name, model_options);
     input_shape = info->input_shape;
   }
-  if (init) load_start_weights(*model, io::load_checkpoint(*init), "--init " + *init, p.flag("new-head"));
+  if (init)
+    load_start_weights(*model, io::load_checkpoint(*init), "--init " + *init,
+                       p.flag("new-head") ? HeadMismatch::replace : HeadMismatch::suggest_new_head);
   std::optional<io::Checkpoint> resumed;
   if (resume) {
     resumed = io::load_checkpoint(*resume);
-    load_start_weights(*model, *resumed, "--resume " + *resume, false);
+    load_start_weights(*model, *resumed, "--resume " + *resume, HeadMismatch::refuse);
   }
   std::vector<std::string> frozen;
   if (const auto layer = p.value("freeze")) frozen = freeze_through(*model, *layer);

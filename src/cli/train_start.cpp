@@ -35,7 +35,7 @@ bool is_index(const std::string& text) {
 }  // namespace
 
 void load_start_weights(nn::Module& model, const io::Checkpoint& checkpoint, const std::string& source,
-                        bool new_head) {
+                        HeadMismatch on_head) {
   const StateDict own = model.state_dict();
   const StateDict params = model.named_parameters();
   const std::string head = params.empty() ? std::string() : owner_of(params.back().first);
@@ -54,10 +54,10 @@ void load_start_weights(nn::Module& model, const io::Checkpoint& checkpoint, con
   }
 
   StateDict state = checkpoint.model_state;
-  if (!head_mismatches.empty() && !other_mismatch) {
-    CK_CHECK(new_head, source, ": the last layer '", head, "' does not fit this model (", head_mismatches,
-             "), as when the data has another number of classes; pass --new-head to start that layer "
-             "afresh and load the rest");
+  if (!head_mismatches.empty() && !other_mismatch && on_head != HeadMismatch::refuse) {
+    CK_CHECK(on_head == HeadMismatch::replace, source, ": the last layer '", head, "' does not fit this model (",
+             head_mismatches, "), as when the data has another number of classes; pass --new-head to start "
+             "that layer afresh and load the rest");
     for (auto& [key, t] : state)
       if (owner_of(key) == head) t = find_tensor(own, key);
   }

@@ -10,14 +10,18 @@
 
 namespace convkit::cli {
 
+// What to do when only the last layer (the module that owns the model's last
+// parameter) differs in shape, as it does for another class count.
+enum class HeadMismatch {
+  refuse,            // an error naming the shapes (--resume: the run is another one)
+  suggest_new_head,  // the same, pointing to --new-head (--init without it)
+  replace,           // keep that layer's fresh initial weights, load the rest (--init --new-head)
+};
+
 // Copies the checkpoint's weights into `model`; `source` ("--init run/a.ckpt")
 // starts every error. A shape mismatch names the parameter and both shapes.
-// With `new_head`, the last layer (the module that owns the model's last
-// parameter) may differ in shape, as it does for another class count, and
-// keeps its fresh initial weights; without it such a checkpoint is refused
-// with a pointer to --new-head.
 void load_start_weights(nn::Module& model, const io::Checkpoint& checkpoint, const std::string& source,
-                        bool new_head);
+                        HeadMismatch head);
 
 // --freeze LAYER: turns requires_grad off for every parameter up to and
 // including LAYER's, in named_parameters() order. LAYER is a module path

@@ -87,6 +87,12 @@ TEST(CliTrainStart, InitChecksShapesAndReplacesTheHeadOnlyWhenAsked) {
                         "0.weight: checkpoint [32, 1, 3, 3], model [8, 1, 3, 3]");
   expect_one_line_error(abc + " --new-head", "--new-head only applies with --init");
   expect_one_line_error(abc + init + " --resume " + shell_quote(base + "/last.ckpt"), "give one of them");
+  // --resume continues the same run, so a new head is no option there.
+  const CommandResult resumed = convkit(abc + " --epochs 2 --resume " + shell_quote(base + "/last.ckpt"));
+  EXPECT_NE(resumed.status, 0);
+  EXPECT_NE(resumed.err.find("shape mismatches: 10.weight: checkpoint [10, 128], model [3, 128]"), std::string::npos)
+      << resumed.err;
+  EXPECT_EQ(resumed.err.find("--new-head"), std::string::npos) << resumed.err;
   expect_one_line_error(abc + " --freeze head", "--freeze head: the model has no such layer (its top-level "
                                                 "layers: 0, 1, 2");
   expect_one_line_error(abc + " --freeze 11", "the model has 11 top-level layers (0 to 10)");
