@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 
 #include "convkit/backend/backend.h"
 #include "convkit/core/error.h"
+#include "convkit/core/host_info.h"
 #include "convkit/version.h"
 
 #ifdef CONVKIT_BENCH_CUDA_EVENTS
@@ -80,22 +80,6 @@ void Flags::print_help_if_requested(int argc, char** argv, const std::map<std::s
   }
 }
 
-namespace {
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const std::size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
-    }
-  }
-  return "unknown";
-}
-
-}  // namespace
-
 void add_machine_context() {
   benchmark::AddCustomContext("cpu_model", cpu_model());
   benchmark::AddCustomContext("omp_threads", std::to_string(omp_get_max_threads()));
@@ -106,7 +90,8 @@ void add_machine_context() {
     benchmark::AddCustomContext("load_average_at_start", text);
   }
   benchmark::AddCustomContext("convkit_version", CONVKIT_VERSION_STRING);
-  benchmark::AddCustomContext("compiler", __VERSION__);
+  benchmark::AddCustomContext("compiler", compiler_version());
+  benchmark::AddCustomContext("isa", compiled_isa());
   for (const BackendInfo& info : list_backends())
     benchmark::AddCustomContext("device_" + info.name,
                                 std::string(info.usable ? "usable: " : "not usable: ") + info.detail);

@@ -121,8 +121,7 @@ int main(int argc, char** argv) try {
     a.finish();  // Swish takes no options; anything given is an error
     return std::make_shared<Swish>();
   });
-  io::Checkpoint ck = io::make_checkpoint(*model, &optimizer);
-  ck.preprocessing = loader.preprocessing();
+  io::Checkpoint ck = io::make_checkpoint(*model, &optimizer, loader.preprocessing());
   std::filesystem::create_directories(out);
   io::save_checkpoint(out + "/swish.ckpt", ck);
   const io::Checkpoint loaded = io::load_checkpoint(out + "/swish.ckpt");
@@ -132,7 +131,7 @@ int main(int argc, char** argv) try {
   // The restored model predicts what the trained one does.
   const data::Example e = train_set->get(0);
   const Tensor a = train::predict(*model, loader.preprocessing(), e.image);
-  const Tensor b = train::predict(*restored, loaded, {e.image});
+  const Tensor b = train::predict(*restored, loaded, e.image);
   const double diff = max(abs(a - b)).item();
   std::printf("largest difference between their probabilities: %.3g\n", diff);
   return diff == 0 ? 0 : 1;

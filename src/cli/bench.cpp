@@ -1,29 +1,51 @@
 // `convkit bench train MODEL`: training throughput of a zoo model on
 // synthetic data — forward, backward and an Adam step per iteration, timed
-// after warm-up steps (which also let automatic algorithm selection settle).
+// after warm-up steps (which also let automatic algorithm selection settle),
+// --repeat times, reported as the median with its range.
+#include <omp.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <vector>
 
 #include "cli/arg_parser.h"
 #include "cli/cli_common.h"
+#include "cli/build_commit.h"
 #include "cli/commands.h"
 #include "convkit/backend/backend.h"
 #include "convkit/core/error.h"
+#include "convkit/core/host_info.h"
 #include "convkit/models/zoo.h"
 #include "convkit/nn/module.h"
 #include "convkit/ops/factory.h"
 #include "convkit/optim/optimizer.h"
 #include "convkit/train/loss.h"
+#include "convkit/version.h"
 
 namespace convkit::cli {
 
 namespace {
 
+// The middle value (the mean of the middle two for an even count).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string json_array(const std::vector<double>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + json_number(values[i]);
+  return out + "]";
+}
+
 int bench_train(const Args& args) {
   const ParsedArgs p(args, "bench train",
                      {{"device", true}, {"batch", true}, {"steps", true}, {"warmup", true},
-                      {"algo", true}, {"optimizer", true}, {"seed", true}, {"json", false}});
+                      {"algo", true}, {"optimizer", true}, {"seed", true}, {"json", false},
+                      {"repeat", true}});
   p.expect_positional(1, 1, "MODEL");
   const std::string model_name = p.positional()[0];
   const models::ModelInfo& info = models::info(model_name);
@@ -33,6 +55,7 @@ int bench_train(const Args& args) {
   const std::int64_t batch = p.int_or("batch", 64, 1);
   const std::int64_t steps = p.int_or("steps", 20, 1);
   const std::int64_t warmup = p.int_or("warmup", 2, 0);
+  const std::int64_t repeat = p.int_or("repeat", 1, 1);
   const std::string optimizer_name = p.value_or("optimizer", "adam");
   const double lr = default_learning_rate(optimizer_name);
   const auto seed = static_cast<std::uint64_t>(p.int_or("seed", 1, 0));
@@ -61,17 +84,26 @@ int bench_train(const Args& args) {
   Backend& backend = backend_for(device);
   for (std::int64_t i = 0; i < warmup; ++i) step();
   backend.synchronize();
-  const auto start = std::chrono::steady_clock::now();
-  for (std::int64_t i = 0; i < steps; ++i) step();
-  backend.synchronize();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double ips = static_cast<double>(batch * steps) / seconds;
+  std::vector<double> run_seconds, run_ips;
+  for (std::int64_t r = 0; r < repeat; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    for (std::int64_t i = 0; i < steps; ++i) step();
+    backend.synchronize();
+    run_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    run_ips.push_back(static_cast<double>(batch * steps) / run_seconds.back());
+  }
+  const double seconds = median(run_seconds);
+  const double ips = median(run_ips);
   const double ms_per_step = 1e3 * seconds / static_cast<double>(steps);
+  const auto [ips_min, ips_max] = std::minmax_element(run_ips.begin(), run_ips.end());
 
   std::printf("bench train %s on %s, conv algorithm %s, batch %lld: %lld steps in %.2f s, "
-              "%.1f ms/step, %.1f images/s\n",
+              "%.1f ms/step, %.1f images/s",
               model_name.c_str(), device.str().c_str(), algo.c_str(), static_cast<long long>(batch),
               static_cast<long long>(steps), seconds, ms_per_step, ips);
+  if (repeat > 1)
+    std::printf(" (median of %lld runs; min %.1f, max %.1f)", static_cast<long long>(repeat), *ips_min, *ips_max);
+  std::printf("\n");
   if (p.flag("json")) {
     JsonLine line;
     line.add("command", "bench train")
@@ -84,7 +116,17 @@ int bench_train(const Args& args) {
         .add("warmup", warmup)
         .add("seconds", seconds)
         .add("ms_per_step", ms_per_step)
-        .add("images_per_sec", ips);
+        .add("images_per_sec", ips)
+        .add("repeat", repeat)
+        .add("images_per_sec_min", *ips_min)
+        .add("images_per_sec_max", *ips_max)
+        .add_raw("runs_images_per_sec", json_array(run_ips))
+        .add("host", cpu_model())
+        .add("threads", omp_get_max_threads())
+        .add("isa", compiled_isa())
+        .add("compiler", compiler_version())
+        .add("commit", CONVKIT_COMMIT)
+        .add("version", CONVKIT_VERSION_STRING);
     std::printf("%s\n", line.str().c_str());
   }
   return 0;
@@ -98,9 +140,10 @@ constexpr const char* kBenchUsage =
     "  --device D        cpu (default), sim, cuda, cuda:N\n"
     "  --batch B         batch size (64)\n"
     "  --steps N         timed steps (20), after --warmup W steps (2)\n"
+    "  --repeat N        time the steps N times (1); prints the median images/s with min and max\n"
     "  --algo A          convolution algorithm (default automatic): {algos}\n"
     "  --optimizer O     adam (default), adamw, sgd, rmsprop\n"
-    "  --json            end with one line of JSON\n";
+    "  --json            end with one line of JSON (with host, isa, threads, commit and version)\n";
 
 int run_bench(const Args& args) {
   if (help_requested(args)) {

@@ -178,7 +178,7 @@ int run_eval(const Args& args) {
     JsonLine line;
     line.add("command", "eval")
         .add("checkpoint", path)
-        .add("model", ck.get_metadata("zoo").value_or(""))
+        .add("model", ck.get_metadata("zoo").value_or(ck.get_metadata("spec_file").value_or("")))
         .add("data", spec.text)
         .add("device", device.str())
         .add("algo", algo)

@@ -1,19 +1,24 @@
-// `convkit train MODEL`: trains a zoo model on a data set, reports the test
-// loss and accuracy and the training speed, and (with --out) keeps a CSV log
-// and checkpoints.
+// `convkit train MODEL`: trains a zoo model (or a model written in the spec
+// text, --spec) on a data set, from scratch, from a checkpoint's weights
+// (--init, optionally with --freeze) or from where a run stopped (--resume);
+// reports the test loss and accuracy and the training speed, and (with --out)
+// keeps a CSV log and checkpoints.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/arg_parser.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/train_start.h"
 #include "convkit/core/error.h"
 #include "convkit/data/data_loader.h"
 #include "convkit/models/zoo.h"
+#include "convkit/nn/model_spec.h"
 #include "convkit/nn/module.h"
 #include "convkit/ops/conv_algo.h"
 #include "convkit/ops/factory.h"
@@ -51,7 +56,10 @@ std::string history_json(const train::History& history) {
 
 constexpr const char* kTrainUsage =
     "usage: convkit train MODEL [options]\n"
+    "       convkit train --spec FILE [options]\n"
     "Trains a zoo model, then reports test loss, accuracy and training images/s.\n"
+    "  --spec FILE       train the model FILE describes in the model-spec text (docs/io.md)\n"
+    "                    instead of a zoo MODEL; its input is the data's image size\n"
     "  --data SPEC       fashion-mnist[:DIR] (default), cifar10:DIR, folder:DIR\n"
     "  --device D        cpu (default), sim, cuda, cuda:N\n"
     "  --algo A          convolution algorithm (default automatic): {algos}\n"
@@ -68,6 +76,12 @@ constexpr const char* kTrainUsage =
     "  --out DIR         write log.csv, log.jsonl, last.ckpt, best.ckpt (and profile.txt)\n"
     "  --resume CKPT     continue the run that saved CKPT (its last.ckpt) with the same options;\n"
     "                    SIGINT or SIGTERM stops a run at the end of a step and saves last.ckpt\n"
+    "  --init CKPT       fine-tune: start from CKPT's weights (shapes must match) with a fresh\n"
+    "                    optimizer at epoch 0\n"
+    "  --new-head        with --init: a last layer whose shape differs (another class count)\n"
+    "                    starts afresh instead of being an error\n"
+    "  --freeze LAYER    keep the parameters up to and including LAYER fixed (an index of the\n"
+    "                    model's top-level layers, or a path such as features.3)\n"
     "  --profile         per-layer forward/backward times\n"
     "  --progress P      auto (default: a bar on a terminal, else a line per epoch), bar, lines, none\n"
     "  --json            end with one line of JSON\n";
@@ -84,10 +98,22 @@ int run_train(const Args& args) {
                       {"augment", false}, {"workers", true}, {"seed", true}, {"out", true},
                       {"profile", false}, {"json", false}, {"no-validation", false},
                       {"limit", true}, {"test-limit", true}, {"progress", true},
-                      {"resume", true}});
-  p.expect_positional(1, 1, "MODEL (one of the zoo's models; see 'convkit summary')");
-  const std::string model_name = p.positional()[0];
-  const models::ModelInfo& info = models::info(model_name);
+                      {"resume", true}, {"init", true}, {"new-head", false}, {"freeze", true},
+                      {"spec", true}});
+  const auto spec_file = p.value("spec");
+  if (spec_file) {
+    CK_CHECK(p.positional().empty(), "train: give a zoo MODEL or --spec FILE, not both (got MODEL '",
+             p.positional().front(), "' and --spec ", *spec_file, ")");
+  } else {
+    p.expect_positional(1, 1, "MODEL (one of the zoo's models; see 'convkit summary') or --spec FILE");
+  }
+  const std::string model_name = spec_file ? *spec_file : p.positional()[0];
+  const models::ModelInfo* info = spec_file ? nullptr : &models::info(model_name);
+  const auto resume = p.value("resume");
+  const auto init = p.value("init");
+  CK_CHECK(!(resume && init), "train: --resume continues a run and --init starts a new one from "
+           "weights; give one of them");
+  CK_CHECK(init || !p.flag("new-head"), "train: --new-head only applies with --init CKPT");
 
   const DataSpec spec = parse_data_spec(p.value_or("data", "fashion-mnist"));
   const Device device = parse_device_arg(p.value_or("device", "cpu"));
@@ -108,21 +134,42 @@ int run_train(const Args& args) {
   const bool json = p.flag("json");
 
   manual_seed(seed);
+  // A spec file is read before the data, so that its errors come first.
+  std::shared_ptr<nn::Module> model = spec_file ? nn::build_module_from_file(*spec_file) : nullptr;
   DataSplits splits = load_data(spec, seed);
   splits.train = limit_examples(splits.train, p.int_or("limit", 0, 1), seed);
   splits.test = limit_examples(splits.test, p.int_or("test-limit", 0, 1), seed + 1);
   const std::int64_t classes = splits.train->num_classes();
-  models::ModelOptions model_options;
-  if (info.loss == models::LossKind::sigmoid_bce) {
-    CK_CHECK(classes == 2, "train: ", model_name, " is a binary classifier (one sigmoid output) but ",
-             spec.text, " has ", classes, " classes");
+  Shape input_shape;
+  if (spec_file) {
+    input_shape = splits.train->image_shape();
+    CK_CHECK(input_shape.rank() == 3 && input_shape[1] > 0 && input_shape[2] > 0, "train: --spec ",
+             *spec_file, ": the images of ", spec.text, " differ in size, so the model's input size is "
+             "unknown; use a data set of one image size");
   } else {
-    model_options.num_classes = classes;
+    models::ModelOptions model_options;
+    if (info->loss == models::LossKind::sigmoid_bce) {
+      CK_CHECK(classes == 2, "train: ", model_name, " is a binary classifier (one sigmoid output) but ",
+               spec.text, " has ", classes, " classes");
+    } else {
+      model_options.num_classes = classes;
+    }
+    model = models::create(model_name, model_options);
+    input_shape = info->input_shape;
   }
-  std::shared_ptr<nn::Module> model = models::create(model_name, model_options);
+  if (init)
+    load_start_weights(*model, io::load_checkpoint(*init), "--init " + *init,
+                       p.flag("new-head") ? HeadMismatch::replace : HeadMismatch::suggest_new_head);
+  std::optional<io::Checkpoint> resumed;
+  if (resume) {
+    resumed = io::load_checkpoint(*resume);
+    load_start_weights(*model, *resumed, "--resume " + *resume, HeadMismatch::refuse);
+  }
+  std::vector<std::string> frozen;
+  if (const auto layer = p.value("freeze")) frozen = freeze_through(*model, *layer);
   model->to(device);
 
-  const data::Preprocessing preprocessing = model_preprocessing(info.input_shape);
+  const data::Preprocessing preprocessing = model_preprocessing(input_shape);
   data::DataLoaderOptions train_opts;
   train_opts.batch_size = batch;
   train_opts.seed = seed;
@@ -137,23 +184,21 @@ int run_train(const Args& args) {
   data::DataLoader test_loader(splits.test, test_opts);
 
   std::unique_ptr<optim::Optimizer> optimizer =
-      make_optimizer(optimizer_name, model->parameters(), lr);
+      make_optimizer(optimizer_name, trainable_parameters(*model), lr);
   std::shared_ptr<optim::LRScheduler> scheduler;
   if (schedule == "cosine")  // decays to zero over the run: the last epochs fine-tune with small steps
     scheduler = std::make_shared<optim::CosineAnnealingLR>(*optimizer, epochs);
   train::FitOptions fit;
   fit.epochs = epochs;
   fit.stop_on_signal = true;
-  const auto resume = p.value("resume");
-  if (resume) {
+  if (resumed) {
     // The schedule above holds the base rates; the saved optimizer state
     // holds the decayed ones, which set_last_epoch rewrites.
-    const io::Checkpoint ck = io::load_checkpoint(*resume);
+    const io::Checkpoint& ck = *resumed;
     CK_CHECK(!ck.optimizer_spec.empty(), "train: --resume ", *resume,
              " holds no optimizer state, so the run cannot continue from it");
     CK_CHECK(ck.epoch < epochs, "train: --resume ", *resume, " has finished ", ck.epoch,
              " of the run's epochs; --epochs must be more than that, got ", epochs);
-    model->load_state_dict(ck.model_state);
     optimizer->load_state_dict(ck.optimizer_state);
     io::restore_generator(ck);
     if (scheduler) scheduler->set_last_epoch(ck.epoch);
@@ -179,10 +224,12 @@ int run_train(const Args& args) {
     ck.directory = *out_dir;
     ck.monitor = fit.validation ? "val_accuracy" : "accuracy";
     ck.resume = resume.has_value();
-    ck.metadata = {{"zoo", model_name},
+    ck.metadata = {{spec_file ? "spec_file" : "zoo", model_name},
                    {"data", spec.text},
                    {"seed", std::to_string(seed)},
                    {"classes", join_lines(splits.class_names)}};
+    if (init) ck.metadata.emplace_back("init", *init);
+    if (!frozen.empty()) ck.metadata.emplace_back("frozen", *p.value("freeze"));
     fit.callbacks.push_back(std::make_shared<train::ModelCheckpoint>(ck));
   }
 
@@ -195,6 +242,10 @@ int run_train(const Args& args) {
   std::printf("%s lr %g (%s), batch %lld, %lld epochs, seed %llu, %d workers\n",
               optimizer_name.c_str(), lr, schedule.c_str(), static_cast<long long>(batch),
               static_cast<long long>(epochs), static_cast<unsigned long long>(seed), workers);
+  if (init) std::printf("weights from %s%s\n", init->c_str(), p.flag("new-head") ? " (a fresh last layer)" : "");
+  if (!frozen.empty())
+    std::printf("frozen through layer %s: %zu parameter tensors (%s ... %s)\n", p.value("freeze")->c_str(),
+                frozen.size(), frozen.front().c_str(), frozen.back().c_str());
   std::fflush(stdout);
 
   const train::History history = train::fit(*model, *optimizer, train_loader, fit);

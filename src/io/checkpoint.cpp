@@ -380,8 +380,10 @@ std::optional<std::string> Checkpoint::get_metadata(const std::string& key) cons
   return std::nullopt;
 }
 
-Checkpoint make_checkpoint(const nn::Module& model, const optim::Optimizer* optimizer) {
+Checkpoint make_checkpoint(const nn::Module& model, const optim::Optimizer* optimizer,
+                           std::optional<data::Preprocessing> preprocessing) {
   Checkpoint ck;
+  ck.preprocessing = std::move(preprocessing);
   try {
     ck.model_spec = model.spec();
   } catch (const Error&) {

@@ -191,9 +191,8 @@ void ModelCheckpoint::on_epoch_end(std::int64_t epoch, const EpochLogs& logs,
 }
 
 io::Checkpoint ModelCheckpoint::checkpoint(std::int64_t epochs_done, TrainContext& context) const {
-  io::Checkpoint ck =
-      io::make_checkpoint(context.model, options_.include_optimizer ? &context.optimizer : nullptr);
-  ck.preprocessing = context.preprocessing;
+  io::Checkpoint ck = io::make_checkpoint(
+      context.model, options_.include_optimizer ? &context.optimizer : nullptr, context.preprocessing);
   ck.epoch = epochs_done;
   for (const auto& [key, value] : options_.metadata) ck.set_metadata(key, value);
   return ck;

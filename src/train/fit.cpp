@@ -357,12 +357,26 @@ Tensor predict(nn::Module& model, const data::Preprocessing& preprocessing, cons
   return predict(model, preprocessing, list, options);
 }
 
-Tensor predict(nn::Module& model, const io::Checkpoint& checkpoint,
-               const std::vector<Tensor>& images, const PredictOptions& options) {
+namespace {
+
+const data::Preprocessing& stored_preprocessing(const io::Checkpoint& checkpoint) {
   CK_CHECK(checkpoint.preprocessing.has_value(),
            "predict: the checkpoint stores no preprocessing, so the model's expected input is "
-           "unknown; pass the Preprocessing it was trained with");
-  return predict(model, *checkpoint.preprocessing, images, options);
+           "unknown; pass the Preprocessing it was trained with (or store it: "
+           "io::make_checkpoint(model, &optimizer, loader.preprocessing()))");
+  return *checkpoint.preprocessing;
+}
+
+}  // namespace
+
+Tensor predict(nn::Module& model, const io::Checkpoint& checkpoint, const Tensor& images,
+               const PredictOptions& options) {
+  return predict(model, stored_preprocessing(checkpoint), images, options);
+}
+
+Tensor predict(nn::Module& model, const io::Checkpoint& checkpoint,
+               const std::vector<Tensor>& images, const PredictOptions& options) {
+  return predict(model, stored_preprocessing(checkpoint), images, options);
 }
 
 }  // namespace convkit::train

@@ -3,12 +3,16 @@
 // with one parseable JSON object.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
+#include "convkit/core/host_info.h"
 #include "convkit/io/checkpoint.h"
 #include "convkit/io/safetensors.h"
+#include "convkit/version.h"
 #include "data/data_files.h"
+#include "cli_testing.h"
 #include "generated_data.h"
 #include "io/json.h"
 
@@ -16,43 +20,6 @@ namespace convkit::testing {
 namespace {
 
 namespace json = io::json;
-
-CommandResult convkit(const std::string& args) {
-  return run_command(shell_quote(CONVKIT_CLI_PATH) + " " + args);
-}
-
-int count_lines(const std::string& text) {
-  int n = 0;
-  for (const char c : text) n += c == '\n';
-  return n;
-}
-
-// A failure: non-zero exit, nothing on stdout, one line on stderr naming `part`.
-void expect_one_line_error(const std::string& args, const std::string& part) {
-  SCOPED_TRACE("convkit " + args);
-  const CommandResult r = convkit(args);
-  EXPECT_NE(r.status, 0);
-  EXPECT_EQ(count_lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find(part), std::string::npos) << "stderr '" << r.err << "' lacks '" << part << "'";
-}
-
-double number(const json::Value& object, const std::string& key) {
-  const json::Value* v = object.find(key);
-  if (v == nullptr || v->kind != json::Value::Kind::number) {
-    ADD_FAILURE() << "JSON lacks number '" << key << "'";
-    return 0;
-  }
-  return std::stod(v->text);
-}
-
-std::string string_of(const json::Value& object, const std::string& key) {
-  const json::Value* v = object.find(key);
-  if (v == nullptr || v->kind != json::Value::Kind::string) {
-    ADD_FAILURE() << "JSON lacks string '" << key << "'";
-    return "";
-  }
-  return v->text;
-}
 
 TEST(Cli, NoArgumentsPrintsUsageAndFails) {
   const CommandResult r = convkit("");
@@ -156,6 +123,33 @@ TEST(Cli, BenchTrainReportsThroughput) {
   EXPECT_EQ(number(v, "steps"), 2);
   EXPECT_GT(number(v, "images_per_sec"), 0);
   EXPECT_NE(r.out.find("images/s"), std::string::npos);
+  EXPECT_EQ(r.out.find("median"), std::string::npos);  // one run: no range to give
+}
+
+// --repeat N: N timed runs, the median with min and max, and the record of
+// what ran where.
+TEST(Cli, BenchRepeatReportsTheMedianAndTheHost) {
+  const CommandResult r = convkit("bench train fmnist-cnn --batch 4 --steps 1 --warmup 0 --repeat 3 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("images/s (median of 3 runs; min "), std::string::npos) << r.out;
+  const json::Value v = json::parse(r.last_line(), "bench output");
+  EXPECT_EQ(number(v, "repeat"), 3);
+  const json::Value* runs = v.find("runs_images_per_sec");
+  ASSERT_NE(runs, nullptr);
+  ASSERT_EQ(runs->items.size(), 3u);
+  std::vector<double> ips;
+  for (const json::Value& run : runs->items) ips.push_back(std::stod(run.text));
+  std::sort(ips.begin(), ips.end());
+  EXPECT_EQ(number(v, "images_per_sec"), ips[1]);
+  EXPECT_EQ(number(v, "images_per_sec_min"), ips[0]);
+  EXPECT_EQ(number(v, "images_per_sec_max"), ips[2]);
+  EXPECT_EQ(string_of(v, "host"), cpu_model());
+  EXPECT_EQ(string_of(v, "isa"), compiled_isa());
+  EXPECT_GE(number(v, "threads"), 1);
+  EXPECT_EQ(string_of(v, "version"), CONVKIT_VERSION_STRING);
+  const std::string commit = string_of(v, "commit");
+  EXPECT_TRUE(commit == "unknown" || commit.size() >= 12) << commit;
+  expect_one_line_error("bench train fmnist-cnn --repeat 0", "--repeat");
 }
 
 // One flow on a generated IDX data set: train with --json and --out, then

@@ -87,5 +87,19 @@ TEST(Examples, CustomLayer) {
                       "largest difference between their probabilities: 0"});
 }
 
+// docs/nn.md's saving and loading, run: a state dict, a checkpoint and a
+// safetensors file each give back a model that predicts bit for bit alike.
+TEST(Examples, SaveLoad) {
+  TempDir dir;
+  const CommandResult r = run(EXAMPLE_SAVE_LOAD, "--out " + shell_quote(dir.file("out")));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  expect_mentions(r, {"1. state dict: 4 tensors, largest difference 0",
+                      "2. checkpoint: Sequential(Conv2d(1, 8, 3)", "largest difference 0",
+                      "3. safetensors: 4 tensors, largest difference 0",
+                      "every copy predicts exactly what the original does"});
+  EXPECT_TRUE(std::filesystem::exists(dir.file("out/model.ckpt")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("out/model.safetensors")));
+}
+
 }  // namespace
 }  // namespace convkit::testing

@@ -231,6 +231,41 @@ TEST(Predict, ProbabilitiesOfRawImagesWithTheGivenPreprocessing) {
 
   io::Checkpoint ck;  // holds no preprocessing
   EXPECT_ERROR_MENTIONS(train::predict(*model, ck, raw), "stores no preprocessing");
+  EXPECT_ERROR_MENTIONS(train::predict(*model, ck, batch), "stores no preprocessing");
+}
+
+// make_checkpoint stores the preprocessing it is given; predict on the
+// reloaded checkpoint applies it to one image, a batch or a list alike.
+TEST(Predict, AReloadedCheckpointAppliesItsPreprocessing) {
+  manual_seed(4);
+  auto model = small_cnn(4);
+  auto data = quadrant_dataset(3, 4, 11);
+  std::vector<Tensor> raw;
+  Tensor batch = empty({3, 1, 8, 8});
+  for (std::int64_t i = 0; i < 3; ++i) {
+    raw.push_back(data->get(i).image);
+    batch[i].copy_(raw.back());
+  }
+  const data::Preprocessing pre = data::Preprocessing::identity().rescale(1.0 / 255).normalize({0.5}, {0.25});
+  const Tensor want = train::predict(*model, pre, batch);
+
+  testing::TempDir dir;
+  io::save_checkpoint(dir.file("m.ckpt"), io::make_checkpoint(*model, nullptr, pre));
+  const io::Checkpoint ck = io::load_checkpoint(dir.file("m.ckpt"));
+  ASSERT_TRUE(ck.preprocessing.has_value());
+  auto reloaded = io::build_model(ck);
+  const Tensor from_batch = train::predict(*reloaded, ck, batch);
+  const Tensor from_list = train::predict(*reloaded, ck, raw);
+  const Tensor from_one = train::predict(*reloaded, ck, raw[1]);
+  EXPECT_EQ(from_batch.to_vector<float>(), want.to_vector<float>());
+  EXPECT_EQ(from_list.to_vector<float>(), want.to_vector<float>());
+  ASSERT_EQ(from_one.shape(), (Shape{1, 4}));
+  // A batch of one may round differently from a batch of three (another GEMM blocking).
+  EXPECT_TRUE(testing::all_close(from_one, want[1].to_vector<double>(), 1e-6, 1e-6));
+  // Without the preprocessing the same model says something else: it was applied.
+  EXPECT_NE(train::predict(*reloaded, data::Preprocessing::identity(), batch).to_vector<float>(),
+            want.to_vector<float>());
+  EXPECT_ERROR_MENTIONS(train::predict(*reloaded, ck, empty({2, 8, 8, 1, 1})), "expected images");
 }
 
 }  // namespace

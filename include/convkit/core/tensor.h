@@ -4,6 +4,7 @@
 // data; views share storage. Math lives in convkit/ops/*; the members here are
 // conveniences that forward to those free functions.
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "convkit/core/error.h"
 #include "convkit/core/shape.h"
 #include "convkit/core/storage.h"
+#include "convkit/core/tensor_indexing.h"
 
 namespace convkit {
 
@@ -85,6 +87,11 @@ class Tensor {
   Tensor expand(const Shape& shape) const;
   Tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1) const;
   Tensor contiguous() const;  // itself when already contiguous
+  // libtorch-style indexing (convkit/core/tensor_indexing.h): t[i] is
+  // select(0, i); index() takes integers, Slice, None and Ellipsis.
+  Tensor operator[](std::int64_t index) const;
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
 
   // ---- copies
   Tensor to(Device device) const;

@@ -5,8 +5,8 @@
 // with a CRC32, one section per tensor.
 //
 // Saving during training:
-//   io::Checkpoint ck = io::make_checkpoint(*model, &optimizer);   // spec, weights,
-//   ck.preprocessing = loader.preprocessing();                    // optimizer, RNG
+//   io::Checkpoint ck = io::make_checkpoint(*model, &optimizer,   // spec, weights,
+//                                           loader.preprocessing());  // optimizer, RNG
 //   ck.epoch = epoch;  ck.step = step;
 //   ck.set_metadata("zoo", "fmnist-cnn");
 //   io::save_checkpoint("run/epoch3.ckpt", ck);
@@ -14,7 +14,7 @@
 // Predicting from a file:
 //   io::Checkpoint ck = io::load_checkpoint("run/epoch3.ckpt");
 //   auto model = io::build_model(ck);        // from the spec, weights loaded
-//   Tensor x = ck.preprocessing->apply(raw_images);
+//   Tensor probs = train::predict(*model, ck, raw_images);   // applies ck.preprocessing
 //
 // Resuming exactly (same losses bit for bit as a run never interrupted):
 //   auto model = io::build_model(ck);
@@ -65,9 +65,15 @@ struct Checkpoint {
 };
 
 // The model's spec and state_dict, the optimizer's spec and state_dict (when
-// given), and default_generator(). Tensors are shared with the live model, so
-// save before the next step changes them.
-Checkpoint make_checkpoint(const nn::Module& model, const optim::Optimizer* optimizer = nullptr);
+// given), `preprocessing`, and default_generator(). Tensors are shared with the
+// live model, so save before the next step changes them.
+//
+// The model alone cannot know what its inputs went through, so pass the
+// training loader's preprocessing (loader.preprocessing()): predict() on the
+// reloaded checkpoint applies it, and refuses a checkpoint without one.
+// train::ModelCheckpoint stores it for you.
+Checkpoint make_checkpoint(const nn::Module& model, const optim::Optimizer* optimizer = nullptr,
+                           std::optional<data::Preprocessing> preprocessing = std::nullopt);
 
 // Writes atomically: into a temporary file in the same directory, fsync'd,
 // then renamed over `path` (and the directory fsync'd), so a crash leaves

@@ -158,6 +158,10 @@ struct BuildOptions {
 // shares the budget of the outermost call, whose options count.
 std::shared_ptr<Module> build_module(const SpecNode& node, const BuildOptions& options = {});
 std::shared_ptr<Module> build_module(const std::string& spec, const BuildOptions& options = {});
+// The spec in the text file `path`, where '#' starts a comment that runs to
+// the end of its line. Errors name the file, line and column, as a compiler's
+// do: "net.spec:3:5: Conv2d: has no option 'strides'".
+std::shared_ptr<Module> build_module_from_file(const std::string& path, const BuildOptions& options = {});
 
 // Writes one module's spec, for Module::spec() overrides:
 //   return SpecWriter("Conv2d").integer(in).integer(out).ints(kernel)

@@ -139,8 +139,10 @@ Tensor predict(nn::Module& model, const data::Preprocessing& preprocessing, cons
                const PredictOptions& options = {});
 Tensor predict(nn::Module& model, const data::Preprocessing& preprocessing,
                const std::vector<Tensor>& images, const PredictOptions& options = {});
-// With the preprocessing stored in the checkpoint the model was built from;
-// throws Error when it holds none.
+// With the preprocessing stored in the checkpoint the model was built from
+// (one image, a batch or a list, as above); throws Error when it holds none.
+Tensor predict(nn::Module& model, const io::Checkpoint& checkpoint, const Tensor& images,
+               const PredictOptions& options = {});
 Tensor predict(nn::Module& model, const io::Checkpoint& checkpoint,
                const std::vector<Tensor>& images, const PredictOptions& options = {});
 
