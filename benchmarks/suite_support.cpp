@@ -91,7 +91,7 @@ void add_machine_context() {
   }
   benchmark::AddCustomContext("convkit_version", CONVKIT_VERSION_STRING);
   benchmark::AddCustomContext("compiler", compiler_version());
-  benchmark::AddCustomContext("isa", compiled_isa());
+  benchmark::AddCustomContext("compiled_isa", compiled_isa());
   for (const BackendInfo& info : list_backends())
     benchmark::AddCustomContext("device_" + info.name,
                                 std::string(info.usable ? "usable: " : "not usable: ") + info.detail);

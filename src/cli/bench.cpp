@@ -28,6 +28,14 @@ namespace convkit::cli {
 
 namespace {
 
+// The device's line in `convkit devices` (for cpu: the kernel path chosen at
+// run time), so that a record says what ran, not only what was compiled.
+std::string device_detail(const Device& device) {
+  for (const BackendInfo& info : list_backends())
+    if (info.name == device.str()) return info.detail;
+  return "";
+}
+
 // The middle value (the mean of the middle two for an even count).
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -123,7 +131,8 @@ int bench_train(const Args& args) {
         .add_raw("runs_images_per_sec", json_array(run_ips))
         .add("host", cpu_model())
         .add("threads", omp_get_max_threads())
-        .add("isa", compiled_isa())
+        .add("compiled_isa", compiled_isa())
+        .add("device_detail", device_detail(device))
         .add("compiler", compiler_version())
         .add("commit", CONVKIT_COMMIT)
         .add("version", CONVKIT_VERSION_STRING);
