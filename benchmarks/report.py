@@ -491,16 +491,18 @@ def train_section(records, plotter, context):
     models = ordered_unique(r["model"] for r in records)
     devices = ordered_unique(r["device"] for r in done)
     batches = sorted({int(r["batch"]) for r in done})
-    index = {(r["model"], r["device"], int(r["batch"])): r["images_per_sec"] for r in done}
+    records_by_key = {(r["model"], r["device"], int(r["batch"])): r for r in done}
+    index = {key: r["images_per_sec"] for key, r in records_by_key.items()}
     if done:
         header = ["model", "device"] + [f"batch {b}" for b in batches]
         rows = []
         for m in models:
             for d in devices:
                 if any((m, d, b) in index for b in batches):
-                    rows.append([m, d] + [fmt(index.get((m, d, b))) for b in batches])
+                    rows.append([m, d] + [train_cell(records_by_key.get((m, d, b))) for b in batches])
         out.append(f"Training images/s from `convkit bench train` (forward, backward and an optimizer step on "
-                   f"synthetic data already on the device, after warm-up steps). "
+                   f"synthetic data already on the device, after warm-up steps); with `--repeat`, the median "
+                   f"and, in brackets, the min-max of the repeats. "
                    f"Measured in one run on {context.get('cpu_model', 'this machine')}.\n")
         out.append(table(header, rows))
         gpus = [d for d in devices if d.startswith("cuda")]
@@ -517,7 +519,7 @@ def train_section(records, plotter, context):
             out.append(table(["model", "ratio"] + [f"batch {b}" for b in batches], srows))
         else:
             out.append("\nNo GPU speedup: no usable cuda device in this run.")
-        png = train_plot(plotter, models, devices, batches, index)
+        png = train_plot(plotter, models, devices, batches, records_by_key)
         if png:
             out.append(f"\n![training images/s]({png})\n")
     if skipped:
@@ -530,23 +532,40 @@ def train_section(records, plotter, context):
     return "\n".join(out)
 
 
+def train_cell(record):
+    """The median images/s, and the min-max range of a --repeat run."""
+    if record is None:
+        return fmt(None)
+    cell = fmt(record["images_per_sec"])
+    if record.get("repeat", 1) > 1:
+        cell += f" ({fmt(record['images_per_sec_min'])}-{fmt(record['images_per_sec_max'])})"
+    return cell
+
+
 def train_plot(plotter, models, devices, batches, index):
     if not plotter.enabled or not batches:
         return None
+    # A linear y axis from 0: a log axis over a 2x range has two ticks. Runs
+    # with --repeat draw their min-max range as error bars around the median.
     series, n = [], 0
     for m in models:
         for d in devices:
-            rows = [[b, index.get((m, d, b))] for b in batches]
-            if all(v is None for _, v in rows):
+            rows = []
+            for b in batches:
+                r = index.get((m, d, b))
+                v = r["images_per_sec"] if r else None
+                rows.append([b, v, r.get("images_per_sec_min", v) if r else None,
+                             r.get("images_per_sec_max", v) if r else None])
+            if all(v is None for _, v, _, _ in rows):
                 continue
             path = plotter.data(f"train-{n}.dat", rows)
-            series.append(f"'{path}' using 1:2 title '{quote(m)} {quote(d)}' noenhanced")
+            series.append(f"'{path}' using 1:2:3:4 with yerrorlines title '{quote(m)} {quote(d)}' noenhanced")
             n += 1
     if not series:
         return None
-    script = ["set title 'training images/s against batch size'", "set xlabel 'batch'",
-              "set ylabel 'images/s'", "set logscale xy 2" if len(batches) > 1 else "set logscale y 2",
-              "set key outside right", "set style data linespoints", "plot " + ", ".join(series)]
+    script = ["set title 'training images/s against batch size (median; bars: min-max of the repeats)'",
+              "set xlabel 'batch'", "set ylabel 'images/s'", "set yrange [0:*]", "set ytics autofreq",
+              "set logscale x 2" if len(batches) > 1 else "", "set key outside right", "plot " + ", ".join(series)]
     return plotter.plot("train-images-per-sec.png", "\n".join(script) + "\n")
 
 
@@ -569,7 +588,10 @@ def workers_section(records, plotter, context):
         series = ", ".join(f"'{path}' using 1:{i + 2} title '{quote(what)}'" for i, what in enumerate(whats))
         png = plotter.plot("workers.png", "\n".join([
             f"set title '{quote(model)}: images/s against data-loader workers (augmentation on)'",
-            "set xlabel 'workers'", "set ylabel 'images/s'", "set yrange [0:*]",
+            # The loader alone runs tens of times faster than training: on a
+            # linear axis the training line lies flat on zero.
+            "set xlabel 'workers'", "set ylabel 'images/s (log scale)'", "set logscale y 10",
+            "set format y '%.0f'", "set mytics 10", "set grid ytics mytics",
             f"set xtics ({', '.join(str(w) for w in workers)})", "set style data linespoints",
             "plot " + series]) + "\n")
         if png:

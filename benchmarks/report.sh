@@ -14,20 +14,25 @@
 #   --build DIR   the build tree (default build/release)
 #   --out DIR     where the report goes (default docs/results/<machine>)
 #   --note TEXT   a line quoted under the report's header (repeatable)
+#   --repeat N    times each training figure (3; 1 for smoke): the report
+#                 gives the median and plots the min-max range
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 preset=${1:-}
-[[ $preset == quick || $preset == full || $preset == smoke ]] || { sed -n '2,18p' "$0" >&2; exit 2; }
+[[ $preset == quick || $preset == full || $preset == smoke ]] || { sed -n '2,20p' "$0" >&2; exit 2; }
 shift
 build=$root/build/release
 out=
 notes=()
+repeat=3
+[[ $preset == smoke ]] && repeat=1
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --note) notes+=(--note "$2"); shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
     *) echo "report.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -64,7 +69,7 @@ train_runs() {
     for device in "${train_devices[@]}"; do
       for batch in "${batches[@]}"; do
         if line=$("$convkit" bench train "$model" --device "$device" --batch "$batch" --steps "$steps" \
-                    --warmup 1 --json 2>"$raw/err.txt" | tail -n 1); then
+                    --warmup 1 --repeat "$repeat" --json 2>"$raw/err.txt" | tail -n 1); then
           echo "$line" >>"$raw/train.jsonl"
         else
           err=$(tail -n 1 "$raw/err.txt")

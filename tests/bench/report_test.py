@@ -72,7 +72,7 @@ class ReportTest(unittest.TestCase):
         self.assertIn("1 sim runs, 0 failed checks", self.text)
 
     def test_training_workers_and_profile(self):
-        self.assertIn("| cifar10-cnn | cpu | 500 | 800 | 1000 |", self.text)
+        self.assertIn("| cifar10-cnn | cpu | 500 | 800 (700-850) | 1000 |", self.text)
         self.assertIn("cuda is not usable here", self.text)
         self.assertIn("| workers | loader images/s | training images/s |", self.text)
         self.assertIn("| 2 | 1700 | 450 |", self.text)
