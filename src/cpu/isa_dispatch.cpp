@@ -4,7 +4,8 @@
 // that copy.
 #include "cpu/isa_dispatch.h"
 
-#include <array>
+#include <functional>
+#include <utility>
 
 #include "cpu/conv/conv_algorithm.h"
 #include "cpu/conv/tap_gemm.h"
@@ -23,13 +24,16 @@ const BackendRegistrar registrar(DeviceType::cpu, [] { return &chosen_backend();
 
 // A conv algorithm with one implementation per ISA copy; each call goes to
 // the chosen copy's. Registered once, so the registry and the table see one
-// algorithm.
+// algorithm. Copies are reached only through `of_`, lazily: running any code
+// of a copy the CPU lacks, even a constructor at load, can fault (an ASan
+// build's shadow stores in the AVX-512 copy were AVX-512 instructions).
 class IsaConv final : public ConvAlgorithm {
  public:
-  explicit IsaConv(std::array<const ConvAlgorithm*, 3> per_isa) : per_isa_(per_isa) {}
-  // Every copy's is the same algorithm; asking the baseline copy keeps
-  // registration (at load) from choosing the ISA.
-  ConvAlgo algo() const override { return per_isa_[0]->algo(); }
+  using Accessor = std::function<const ConvAlgorithm&(CpuIsa)>;
+  explicit IsaConv(Accessor of) : of_(std::move(of)) {}
+  // Every copy's is the same algorithm; asking the baseline copy, which runs
+  // everywhere, keeps registration (at load) from choosing the ISA.
+  ConvAlgo algo() const override { return of_(CpuIsa::baseline).algo(); }
   Support supports(const Conv2dDesc& desc) const override { return chosen().supports(desc); }
   std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const override {
     return chosen().workspace_bytes(desc, dtype, pass);
@@ -48,15 +52,9 @@ class IsaConv final : public ConvAlgorithm {
   }
 
  private:
-  const ConvAlgorithm& chosen() const { return *per_isa_[static_cast<std::size_t>(isa())]; }
-  std::array<const ConvAlgorithm*, 3> per_isa_;
+  const ConvAlgorithm& chosen() const { return of_(isa()); }
+  Accessor of_;
 };
-
-// Each ISA copy's instance of an algorithm variant.
-template <typename Accessor>
-std::array<const ConvAlgorithm*, 3> per_isa(Accessor accessor) {
-  return {&accessor(CpuIsa::baseline), &accessor(CpuIsa::avx2), &accessor(CpuIsa::avx512)};
-}
 
 const ConvAlgorithm& im2col_gemm_of(CpuIsa which, GemmKernel kernel) {
   CONVKIT_CPU_ISA_CALL(which, im2col_gemm_conv_algorithm_with_kernel(kernel));
@@ -71,7 +69,7 @@ const ConvAlgorithm& winograd_of(CpuIsa which, int output_tile, GemmKernel kerne
 const ConvAlgorithm& im2col_gemm_conv_algorithm() { return im2col_gemm_conv_algorithm_with_kernel(GemmKernel::automatic); }
 
 const ConvAlgorithm& im2col_gemm_conv_algorithm_with_kernel(GemmKernel kernel) {
-  auto make = [](GemmKernel k) { return IsaConv(per_isa([k](CpuIsa which) -> const ConvAlgorithm& { return im2col_gemm_of(which, k); })); };
+  auto make = [](GemmKernel k) { return IsaConv([k](CpuIsa which) -> const ConvAlgorithm& { return im2col_gemm_of(which, k); }); };
   static const IsaConv variants[3] = {make(GemmKernel::automatic), make(GemmKernel::eigen), make(GemmKernel::taps)};
   return variants[static_cast<int>(kernel)];
 }
@@ -82,7 +80,7 @@ const ConvAlgorithm& winograd_conv_algorithm_with(int output_tile, GemmKernel ke
   CK_CHECK(output_tile == 0 || output_tile == 2 || output_tile == 4, "winograd_conv_algorithm_with: output tile ",
            output_tile, " is not 0 (per pass), 2 or 4");
   auto make = [](int tile, GemmKernel k) {
-    return IsaConv(per_isa([tile, k](CpuIsa which) -> const ConvAlgorithm& { return winograd_of(which, tile, k); }));
+    return IsaConv([tile, k](CpuIsa which) -> const ConvAlgorithm& { return winograd_of(which, tile, k); });
   };
   static const IsaConv variants[3][3] = {
       {make(0, GemmKernel::automatic), make(0, GemmKernel::eigen), make(0, GemmKernel::taps)},
