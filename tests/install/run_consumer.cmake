@@ -7,18 +7,7 @@
 #    the library path (ld.so --inhibit-cache drops /etc/ld.so.cache, where the
 #    toolkit's libraries are registered).
 file(REMOVE_RECURSE ${SCRATCH_DIR})
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  set(last_output "${out}" PARENT_SCOPE)
-endfunction()
-function(expect_match text regex what)
-  if(NOT text MATCHES "${regex}")
-    message(FATAL_ERROR "${what}: expected /${regex}/ in:\n${text}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/script_helpers.cmake)
 
 set(prefix ${SCRATCH_DIR}/prefix)
 run(${CMAKE_COMMAND} --install ${CONVKIT_BUILD_DIR} --prefix ${prefix})
