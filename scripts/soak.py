@@ -15,12 +15,22 @@ forward, backward, optimizer, evaluation, checkpoint writing. Short epochs
 training images (and N/5 test images) into DIR, for machines without the
 real one; memory use depends on the pipeline, not on what the pixels show.
 
-Writes OUT/NAME.csv (seconds, rss_kib, epochs_done: one row per sample) and
-OUT/NAME.json (the run, RSS at the end of the first epoch, at the end, the
-maximum after the first epoch, and the growth in percent), then plots every
-CSV in OUT into OUT/soak.png (gnuplot). The run ends with
-SIGTERM, which stops training at the end of a step and saves last.ckpt. The
-exit status is 1 when growth after the first epoch is 1% or more.
+Writes OUT/NAME.csv (seconds, rss_kib, epochs_done, epochs_saved: one row
+per sample; epochs_done counts the epoch summary lines, epochs_saved the
+writes of last.ckpt, which end an epoch) and OUT/NAME.json (the run, RSS
+after the first epoch, at the end, the maximum after the first epoch, and
+the growth in percent), then plots every CSV in OUT into OUT/soak.png
+(gnuplot). The run ends with SIGTERM, which stops training at the end of a
+step and saves last.ckpt. The exit status is 1 when growth after the first
+epoch is 1% or more.
+
+"After the first epoch" means after all of it, its checkpoint saves
+included: the first sample taken once last.ckpt has been written. The
+summary line comes before the saves, and their serialisation buffers raise
+the allocator's high-water mark once; a baseline taken between the two sits
+below the plateau every later epoch shares (docs/results/soak/README.md,
+run 2). The growth from the summary line is still reported, as
+growth_percent_from_first_epoch_line.
 
   scripts/soak.py --summarize OUT/*.csv
 
@@ -68,20 +78,25 @@ def rss_kib(pid):
 
 
 def growth(samples):
-    """RSS growth from the first sample after the first epoch's line to the
-    peak after it; and the same from the second epoch's line on. The epoch
-    line comes before that epoch's checkpoint saves, whose buffers the
-    allocator may keep, so a sample right at the first line can sit below
-    the plateau that every later epoch shares."""
+    """RSS growth from a baseline sample to the peak after it, in percent,
+    for three baselines: the first sample after the first epoch's saves
+    (the pass/fail figure; samples of CSVs written before epochs_saved was
+    recorded have no such column, and get none), after its summary line,
+    and after the second epoch's summary line."""
     out = {}
-    for k, key in ((1, "first"), (2, "second")):
-        after = [s for s in samples if s[2] >= k]
+    baselines = (
+        ("first_epoch", "growth_percent", lambda s: len(s) > 3 and s[3] >= 1),
+        ("first_epoch_line", "growth_percent_from_first_epoch_line", lambda s: s[2] >= 1),
+        ("second_epoch_line", "growth_percent_from_second_epoch", lambda s: s[2] >= 2),
+    )
+    for name, key, after_baseline in baselines:
+        after = [s for s in samples if after_baseline(s)]
         if len(after) < 2:
             continue
         base, peak = after[0][1], max(s[1] for s in after)
-        out[f"rss_kib_after_{key}_epoch"] = base
-        out[f"rss_kib_max_after_{key}_epoch"] = peak
-        out["growth_percent" if k == 1 else "growth_percent_from_second_epoch"] = round(100.0 * (peak - base) / base, 3)
+        out[f"rss_kib_after_{name}"] = base
+        out[f"rss_kib_max_after_{name}"] = peak
+        out[key] = round(100.0 * (peak - base) / base, 3)
     if samples:
         out["rss_kib_end"] = samples[-1][1]
     return out
@@ -90,7 +105,8 @@ def growth(samples):
 def summarize(csv_path):
     with open(csv_path) as f:
         next(f)
-        samples = [(float(t), int(r), int(e)) for t, r, e in (line.strip().split(",") for line in f if line.strip())]
+        samples = [(float(row[0]), *(int(v) for v in row[1:]))
+                   for row in (line.strip().split(",") for line in f if line.strip())]
     print(json.dumps({"csv": csv_path, **growth(samples)}))
 
 
@@ -153,20 +169,39 @@ def main():
     reader = threading.Thread(target=read_output, daemon=True)
     reader.start()
 
+    # Each epoch ends by replacing last.ckpt (atomically, by rename), so a
+    # new modification time is an epoch fully done. Polled every second; an
+    # epoch is far longer.
+    last_ckpt = os.path.join(run_dir, "last.ckpt")
+    last_mtime = None
+    epochs_saved = 0
+
+    def poll_saves():
+        nonlocal last_mtime, epochs_saved
+        try:
+            mtime = os.stat(last_ckpt).st_mtime_ns
+        except FileNotFoundError:
+            return
+        if mtime != last_mtime:
+            last_mtime = mtime
+            epochs_saved += 1
+
     start = time.monotonic()
-    samples = []  # (seconds, rss_kib, epochs_done)
+    samples = []  # (seconds, rss_kib, epochs_done, epochs_saved)
     deadline = start + 60 * a.minutes
     next_sample = start
     while proc.poll() is None and time.monotonic() < deadline:
         now = time.monotonic()
+        poll_saves()
         if now >= next_sample:
             with lock:
-                samples.append((round(now - start, 1), rss_kib(proc.pid), epochs_done))
+                samples.append((round(now - start, 1), rss_kib(proc.pid), epochs_done, epochs_saved))
             next_sample += a.interval
         time.sleep(min(1.0, max(0.0, next_sample - time.monotonic())))
     if proc.poll() is None:
+        poll_saves()
         with lock:
-            samples.append((round(time.monotonic() - start, 1), rss_kib(proc.pid), epochs_done))
+            samples.append((round(time.monotonic() - start, 1), rss_kib(proc.pid), epochs_done, epochs_saved))
         proc.send_signal(signal.SIGTERM)
     status = proc.wait()
     reader.join(timeout=10)
@@ -175,12 +210,12 @@ def main():
         sys.exit(f"soak: convkit train exited with status {status}")
 
     with open(os.path.join(a.out, f"{a.name}.csv"), "w") as f:
-        f.write("seconds,rss_kib,epochs_done\n")
+        f.write("seconds,rss_kib,epochs_done,epochs_saved\n")
         for s in samples:
-            f.write(f"{s[0]},{s[1]},{s[2]}\n")
+            f.write(",".join(str(v) for v in s) + "\n")
     summary = {"name": a.name, "command": " ".join(cmd[:1] + ["train"] + train_args),
                "minutes": a.minutes, "interval_s": a.interval, "epochs_done": epochs_done,
-               "samples": len(samples)}
+               "epochs_saved": epochs_saved, "samples": len(samples)}
     summary.update(growth(samples))
     with open(os.path.join(a.out, f"{a.name}.json"), "w") as f:
         json.dump(summary, f, indent=1)
@@ -189,7 +224,7 @@ def main():
     shutil.rmtree(run_dir, ignore_errors=True)
     plot(a.out)
     if "growth_percent" not in summary:
-        sys.exit("soak: fewer than two samples after the first epoch; run longer or with smaller epochs")
+        sys.exit("soak: fewer than two samples after the first epoch's saves; run longer or with smaller epochs")
     sys.exit(1 if summary["growth_percent"] >= 1.0 else 0)
 
 
