@@ -6,34 +6,44 @@
 # BUILD/artifacts/. New inputs go to BUILD/corpus/<harness>/, never into the
 # committed corpus: add an input there by hand once it found a bug.
 # CI runs it with a short time; docs/fuzzing.md records longer runs.
-#   scripts/fuzz.sh [--seconds S] [--build-dir DIR] [--only NAME] [--log-dir DIR]
+#   scripts/fuzz.sh [--seconds S] [--build-dir DIR] [--only NAME] [--log-dir DIR] [--no-build]
+# --no-build runs the harnesses already built in DIR as they are, so that
+# long runs side by side fuzz one build while the sources move on.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=10
 build=build/fuzz
 only=""
 log_dir=""
+build_first=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
     --build-dir) build=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --log-dir) log_dir=$2; shift 2 ;;
+    --no-build) build_first=0; shift ;;
     *) echo "fuzz.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 
-# clang, its sanitizer and libFuzzer runtimes, and the OpenMP runtime clang links.
-./third_party/install-deps.sh clang libclang-rt-dev libomp-dev
 harnesses=(idx cifar image checkpoint safetensors json model_spec cli_args)
 [ -n "$only" ] && harnesses=("$only")
 
-CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DCONVKIT_FUZZ=ON -DCONVKIT_CUDA=OFF \
-  -DCONVKIT_BUILD_BENCHMARKS=OFF -DCONVKIT_BUILD_EXAMPLES=OFF >/dev/null
-targets=()
-for h in "${harnesses[@]}"; do targets+=("fuzz_$h"); done
-cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+if [ "$build_first" = 1 ]; then
+  # clang, its sanitizer and libFuzzer runtimes, and the OpenMP runtime clang links.
+  ./third_party/install-deps.sh clang libclang-rt-dev libomp-dev
+  CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DCONVKIT_FUZZ=ON -DCONVKIT_CUDA=OFF \
+    -DCONVKIT_BUILD_BENCHMARKS=OFF -DCONVKIT_BUILD_EXAMPLES=OFF >/dev/null
+  targets=()
+  for h in "${harnesses[@]}"; do targets+=("fuzz_$h"); done
+  cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+else
+  for h in "${harnesses[@]}"; do
+    [ -x "$build/tests/fuzz/fuzz_$h" ] || { echo "fuzz.sh: --no-build, and $build/tests/fuzz/fuzz_$h is not built" >&2; exit 2; }
+  done
+fi
 
 mkdir -p "$build/artifacts"
 [ -n "$log_dir" ] && mkdir -p "$log_dir"
