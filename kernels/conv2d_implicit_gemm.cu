@@ -77,6 +77,16 @@
 //      second kernel adds the slices in slice order (im2col.cu's
 //      sum_slices). The partition depends only on the descriptor and dtype,
 //      so the bits are the same on every run and every GPU.
+// v4 staged (the default; kernels/conv2d_implicit_gemm_staged.cuh): v3's
+//    tiles and inner loop, but no gathers from global memory. Per K-step the
+//    image rows the tile's positions reach (one contiguous run per channel)
+//    and the A rows are copied to shared memory with cp.async in aligned
+//    16-byte chunks, and the B tile is formed from that patch. Tiles stay in
+//    one image (64 positions, or 32-position K-steps for backward-weights).
+//    Backward-data's filter is transposed phase by phase, so a phase's A rows
+//    are contiguous runs of just its taps. Where v4 cannot run (a plane or
+//    stride phase under 32 positions, a patch over its shared memory, no
+//    workspace for the transposed filter) the algorithm runs v3.
 //
 // Indices are 32-bit: the launcher refuses a descriptor whose tensors have
 // 2^31 elements or more (the explicit path then runs it).

@@ -45,11 +45,14 @@ static_assert(kSide * kThreadM == kTileM && kSide * kThreadN == kTileN && kSide 
 constexpr int kPatchBytes = 12 * 1024;
 template <typename T>
 inline constexpr int kPatchElems = static_cast<int>(kPatchBytes / sizeof(T));
-// A row holds a K-step (32) plus the chunk rounding; two rows read by one
-// warp (ty, ty + 1) then sit 37-43 floats (70-74 words for double) apart:
-// different banks whatever their misalignment.
+// A row holds a K-step (32) plus the chunk rounding: 9 chunks of 16 bytes
+// for float (17 for double). That odd number of chunks puts chunk f of the
+// block's flattened walk (stage_a) in 16-byte bank group f mod 8, so a warp's
+// 32 chunk stores hit every bank exactly 4 times (no conflict), and the two
+// rows one warp reads in the inner loop (ty, ty + 1) sit 33-39 floats (66-70
+// words for double) apart: different banks whatever their misalignment.
 template <typename T>
-inline constexpr int kARow = kTileK + 2 * dev::kVec16<T>;
+inline constexpr int kARow = kTileK + dev::kVec16<T>;
 
 // The image operand of one product, as a correlation over positions:
 // B(k = (c, r, s), position (n, p, q)) = img[n][grp*Cg + c][p*ah + oh + r*th][q*aw + ow + s*tw],
@@ -103,38 +106,48 @@ struct Staged {
   }
 };
 
+// Copies the Vec elements of src from element `from` to dst (16-byte aligned
+// when Vec > 1); past `total` the copy zero-fills and reads nothing.
+template <typename T, int Vec>
+__device__ __forceinline__ void copy_chunk(T* dst, const T* src, int from, int total) {
+  constexpr int kBytes = Vec * static_cast<int>(sizeof(T));
+  const int left = total - from;
+  const int bytes = left >= Vec ? kBytes : left > 0 ? left * static_cast<int>(sizeof(T)) : 0;
+  dev::cp_async<kBytes>(dst, bytes > 0 ? src + from : src, bytes);
+}
+
 // Copies elements [e, e + len) of src to dst in chunks of Vec elements from
 // the aligned element below e; lanes `lane, lane + lanes, ...` take the
-// chunks. dst must be 16-byte aligned; past `total` the copy zero-fills.
-// Returns the offset of element e in dst.
+// chunks. Returns the offset of element e in dst.
 template <typename T, int Vec>
 __device__ __forceinline__ int stage_run(T* dst, const T* src, int e, int len, int total, int lane, int lanes) {
   const int mis = e % Vec;
-  const int a0 = e - mis;
   const int chunks = (mis + len + Vec - 1) / Vec;
-  for (int j = lane; j < chunks; j += lanes) {
-    const int from = a0 + j * Vec;
-    const int left = total - from;
-    const int bytes = left >= Vec ? Vec * static_cast<int>(sizeof(T)) : left > 0 ? left * static_cast<int>(sizeof(T)) : 0;
-    dev::cp_async<Vec * static_cast<int>(sizeof(T))>(dst + j * Vec, bytes > 0 ? src + from : src, bytes);
-  }
+  for (int j = lane; j < chunks; j += lanes) copy_chunk<T, Vec>(dst + j * Vec, src, e - mis + j * Vec, total);
   return mis;
 }
 
 // Stages A's rows m0 .. m0 + 63 over k [k0, k0 + 32): row m lands at
 // As + m*kARow, its element k0 at offset e % Vec (what the inner loop adds
-// back). Rows past M are zeros.
+// back). Rows past M are zeros. The block's threads walk the rows' chunks in
+// order, so a warp's request is 32 chunks of consecutive rows: whole rows of
+// 8 aligned chunks when every row starts at the same offset (the filter, when
+// its row length is a multiple of Vec), else up to 9 per row, only those a
+// row needs copied.
 template <typename T, int Vec>
-__device__ __forceinline__ void stage_a(T* As, const Staged<T>& st, int grp, int M, int n, int m0, int k0, int warp,
-                                        int lane) {
-  for (int m = warp; m < kTileM; m += kWarps) {
-    if (m0 + m < M) {
-      stage_run<T, Vec>(As + m * kARow<T>, st.a, st.a_start(n, grp, M, m0 + m, k0), kTileK,
-                        st.a_total, lane, 32);
-    } else {
-      for (int j = lane; j * Vec < kARow<T>; j += 32)
-        dev::cp_async<Vec * static_cast<int>(sizeof(T))>(As + m * kARow<T> + j * Vec, st.a, 0);
+__device__ __forceinline__ void stage_a(T* As, const Staged<T>& st, int grp, int M, int n, int m0, int k0, int tid) {
+  const bool uniform = st.a_row % Vec == 0;
+  const int cpr = uniform ? (st.a_start(n, grp, M, 0, k0) % Vec + kTileK + Vec - 1) / Vec
+                          : (kTileK + 2 * (Vec - 1)) / Vec;
+  for (int f = tid; f < kTileM * cpr; f += kThreads) {
+    const int m = f / cpr, j = f - m * cpr;
+    T* dst = As + m * kARow<T> + j * Vec;
+    if (m0 + m >= M) {
+      dev::cp_async<Vec * static_cast<int>(sizeof(T))>(dst, st.a, 0);
+      continue;
     }
+    const int e = st.a_start(n, grp, M, m0 + m, k0), mis = e % Vec;
+    if (j * Vec < mis + kTileK) copy_chunk<T, Vec>(dst, st.a, e - mis + j * Vec, st.a_total);
   }
 }
 
@@ -204,7 +217,7 @@ __global__ void __launch_bounds__(kThreads) implicit_gemm_v4_staged_columns(Prob
   for (int k0 = 0; k0 < pb.depth; k0 += kTileK) {
     const int k_end = pb.depth < k0 + kTileK ? pb.depth : k0 + kTileK;
     const int c_lo = k0 / RS, nch = (k_end - 1) / RS - c_lo + 1;
-    stage_a<T, Vec>(As, st, grp, pb.M, 0, m0, k0, warp, lane);
+    stage_a<T, Vec>(As, st, grp, pb.M, 0, m0, k0, tid);
     stage_patch<T, Vec>(patch, st, grp, n, c_lo, nch, rs, slot, warp, lane);
     dev::cp_async_commit();
     dev::cp_async_wait<0>();
@@ -276,7 +289,7 @@ __global__ void __launch_bounds__(kThreads) implicit_gemm_v4_staged_positions(Pr
     const int npos = plane - pos0 < kTileK ? plane - pos0 : kTileK;
     const RowSpan rs = row_span(ps, pos0, npos);
     const int slot = slot_elems(rs.count, ps.W, Vec);
-    stage_a<T, Vec>(As, st, grp, pb.M, n, m0, pos0, warp, lane);
+    stage_a<T, Vec>(As, st, grp, pb.M, n, m0, pos0, tid);
     stage_patch<T, Vec>(patch, st, grp, n, c_lo, nch, rs, slot, warp, lane);
     dev::cp_async_commit();
     dev::cp_async_wait<0>();
