@@ -77,6 +77,16 @@
 //      second kernel adds the slices in slice order (im2col.cu's
 //      sum_slices). The partition depends only on the descriptor and dtype,
 //      so the bits are the same on every run and every GPU.
+// v4 staged (the default; kernels/conv2d_implicit_gemm_staged.cuh): v3's
+//    tiles and inner loop, but no gathers from global memory. Per K-step the
+//    image rows the tile's positions reach (one contiguous run per channel)
+//    and the A rows are copied to shared memory with cp.async in aligned
+//    16-byte chunks, and the B tile is formed from that patch. Tiles stay in
+//    one image (64 positions, or 32-position K-steps for backward-weights).
+//    Backward-data's filter is transposed phase by phase, so a phase's A rows
+//    are contiguous runs of just its taps. Where v4 cannot run (a plane or
+//    stride phase under 32 positions, a patch over its shared memory, no
+//    workspace for the transposed filter) the algorithm runs v3.
 //
 // Indices are 32-bit: the launcher refuses a descriptor whose tensors have
 // 2^31 elements or more (the explicit path then runs it).
@@ -88,6 +98,7 @@
 
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/conv2d_implicit_gemm.cuh"
+#include "kernels/conv2d_implicit_gemm_staged.cuh"
 #include "kernels/device_math.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/im2col.cuh"
@@ -97,7 +108,7 @@ namespace convkit::CK_GPU_NS {
 
 namespace {
 
-constexpr int kVersions = 3;
+constexpr int kVersions = 4;
 
 struct Geometry {
   int N, C, H, W, K, R, S, P, Q;
@@ -331,6 +342,23 @@ __global__ void transpose_filter_kernel(const T* __restrict__ w, T* __restrict__
   }
 }
 
+// Version 4's backward-data A, one stride phase at a time: wt[(grp*Cg + c)*depth
+// + kk*taps + jr*pw.taps + js] = w[((grp*Kg + kk)*Cg + c)*R*S + r*S + s], r and
+// s the jr-th and js-th taps of the phase, depth = Kg*taps. A phase's rows
+// are then contiguous runs of exactly the taps it multiplies.
+template <typename T>
+__global__ void transpose_filter_phase_kernel(const T* __restrict__ w, T* __restrict__ wt, Geometry g,
+                                              StridePhase ph, StridePhase pw, int total) {
+  const int taps = ph.taps * pw.taps, depth = g.Kg * taps;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int row = i / depth, k = i - row * depth;  // row = grp*Cg + c
+    const int grp = row / g.Cg, c = row - grp * g.Cg;
+    const int kk = k / taps, t = k - kk * taps, jr = t / pw.taps, js = t - jr * pw.taps;
+    const int r = ph.tap_first + jr * ph.tap_step, s = pw.tap_first + js * pw.tap_step;
+    wt[i] = w[((grp * g.Kg + kk) * g.Cg + c) * g.RS + r * g.S + s];
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Host side.
 
@@ -344,6 +372,9 @@ constexpr std::int64_t kMaxGridY = 65535;
 constexpr std::int64_t kTargetBlocks = 264;
 constexpr std::int64_t kMinSliceLen = 16 * tiled::kTileK;
 constexpr std::int64_t kMaxSlices = 32;
+// Version 4's tiles stay inside one image: a plane (or stride phase) of fewer
+// positions would leave over half of a 64-wide tile empty.
+constexpr std::int64_t kMinStagedPlane = 32;
 
 // The split of backward-weights' K: slice length (a multiple of kTileK) and count.
 struct Split {
@@ -351,8 +382,9 @@ struct Split {
   int len = 0;
 };
 
-Split weight_split(DType dtype, const Conv2dDesc& d) {
-  const std::int64_t k_total = d.N * d.P() * d.Q();
+// k_total: the K the slices cut, N*P*Q for version 3, version 4's K-steps
+// times kTileK (each image's positions rounded up to whole steps).
+Split weight_split(DType dtype, const Conv2dDesc& d, std::int64_t k_total) {
   const std::int64_t depth = d.C_per_group() * d.R * d.S;
   const std::int64_t tiles =
       ceil_div(d.K_per_group(), tiled::kTileM) * ceil_div(depth, tiled::kTileN) * d.groups;
@@ -368,6 +400,13 @@ Split weight_split(DType dtype, const Conv2dDesc& d) {
   s.slices = static_cast<int>(ceil_div(k_total, std::max(s.len, 1)));  // no empty slice
   if (k_total == 0) s.slices = 1;
   return s;
+}
+
+std::int64_t staged_weight_steps(const Conv2dDesc& d) { return d.N * ceil_div(d.P() * d.Q(), staged::kTileK); }
+
+Split weight_split(DType dtype, const Conv2dDesc& d, int version) {
+  if (version == kImplicitGemmStagedVersion) return weight_split(dtype, d, staged_weight_steps(d) * staged::kTileK);
+  return weight_split(dtype, d, d.N * d.P() * d.Q());
 }
 
 StridePhase stride_phase(int a, int stride, int pad, int dil, int taps, int extent) {
@@ -388,10 +427,100 @@ bool transposes_filter(DType dtype, const Conv2dDesc& d) {
   return static_cast<std::size_t>(d.K * d.C_per_group() * d.R * d.S) * dtype_size(dtype) <= d.workspace_limit;
 }
 
+// ---- Version 4's patch shapes (kernels/conv2d_implicit_gemm_staged.cuh).
+
+// x as forward and backward-weights read it.
+staged::PatchShape image_patch(const Geometry& g) {
+  return {g.C, g.H, g.W, g.Cg, g.P, g.Q, g.sh, g.sw, -g.pt, -g.pl, g.R, g.S, g.dh, g.dw};
+}
+
+// One tap of a phase, seen from dy: the row of dy that phase position i
+// reads through the phase's jr-th tap is i + offset + jr*step.
+void phase_axis(const StridePhase& ph, int stride, int pad, int dil, int& offset, int& step) {
+  offset = ph.taps > 0 ? (ph.first + pad - ph.tap_first * dil) / stride : 0;
+  step = ph.taps > 1 ? -(ph.tap_step * dil) / stride : 0;
+}
+
+// dy as one backward-data stride phase reads it: stride 1, taps walking back.
+staged::PatchShape phase_patch(const Geometry& g, const StridePhase& ph, const StridePhase& pw) {
+  staged::PatchShape s{g.K, g.P, g.Q, g.Kg, ph.count, pw.count, 1, 1, 0, 0, ph.taps, pw.taps, 0, 0};
+  phase_axis(ph, g.sh, g.pt, g.dh, s.oh, s.th);
+  phase_axis(pw, g.sw, g.pl, g.dw, s.ow, s.tw);
+  return s;
+}
+
+// The most elements of patch any block stages: `per_tile` positions per
+// tile (or K-step), K-steps (or column tiles) of `chunk` over `depth` =
+// channels * R*S. Rounded for 16-byte chunks, the larger case.
+std::int64_t patch_elems(const staged::PatchShape& ps, int per_tile, int chunk, int depth, int vec) {
+  int rows = 0;
+  for (int pos0 = 0; pos0 < ps.P * ps.Q; pos0 += per_tile)
+    rows = std::max(rows, staged::row_span(ps, pos0, std::min(per_tile, ps.P * ps.Q - pos0)).count);
+  const int rs = ps.R * ps.S;
+  int channels = 0;
+  for (int k0 = 0; k0 < depth && rs > 0; k0 += chunk)
+    channels = std::max(channels, (std::min(k0 + chunk, depth) - 1) / rs - k0 / rs + 1);
+  return static_cast<std::int64_t>(channels) * staged::slot_elems(rows, ps.W, vec);
+}
+
+// Empty when version 4 can run d, else why not (beyond version 3's reasons).
+std::string staged_cannot_implement(DType dtype, const Conv2dDesc& d) {
+  const Geometry g = geometry(d);
+  const int vec = static_cast<int>(16 / dtype_size(dtype));
+  const std::int64_t cap = staged::kPatchBytes / static_cast<std::int64_t>(dtype_size(dtype));
+  if (static_cast<std::int64_t>(g.PQ) < kMinStagedPlane)
+    return detail::concat("the output plane has ", g.PQ, " positions; version 4 tiles one image's positions and "
+                          "needs at least ", kMinStagedPlane);
+  if (!transposes_filter(dtype, d))
+    return "backward-data's transposed filter does not fit workspace_limit (version 4 needs it)";
+  const staged::PatchShape x = image_patch(g);
+  const std::int64_t fwd = patch_elems(x, staged::kTileN, staged::kTileK, g.Cg * g.RS, vec);
+  const std::int64_t bwd_w = patch_elems(x, staged::kTileK, staged::kTileN, g.Cg * g.RS, vec);
+  std::int64_t bwd_d = 0;
+  for (int a = 0; a < g.sh; ++a)
+    for (int b = 0; b < g.sw; ++b) {
+      const StridePhase ph = stride_phase(a, g.sh, g.pt, g.dh, g.R, g.H);
+      const StridePhase pw = stride_phase(b, g.sw, g.pl, g.dw, g.S, g.W);
+      if (ph.count == 0 || pw.count == 0) continue;
+      if (static_cast<std::int64_t>(ph.count) * pw.count < kMinStagedPlane)
+        return detail::concat("a backward-data stride phase has ", ph.count * pw.count,
+                              " positions; version 4 needs at least ", kMinStagedPlane);
+      bwd_d = std::max(bwd_d, patch_elems(phase_patch(g, ph, pw), staged::kTileN, staged::kTileK,
+                                          g.Kg * ph.taps * pw.taps, vec));
+    }
+  const std::int64_t need = std::max({fwd, bwd_w, bwd_d});
+  if (need > cap)
+    return detail::concat("the image patch of a tile needs ", need, " elements of shared memory, over version 4's ",
+                          cap);
+  return {};
+}
+
+// 16-byte chunks where every operand allows them, else one element per copy.
+bool aligned16(std::initializer_list<const void*> ptrs) {
+  for (const void* p : ptrs)
+    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
+
+template <typename T, class Problem>
+void run_staged_columns(const Problem& pb, const staged::Staged<T>& st, int N, int groups, bool vec16) {
+  if (pb.M == 0 || pb.cols == 0) return;
+  const int pos_tiles = static_cast<int>(ceil_div(st.ps.P * st.ps.Q, staged::kTileN));
+  const int col_tiles = N * pos_tiles;
+  const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, staged::kTileM) * col_tiles), static_cast<unsigned>(groups));
+  if (vec16)
+    launch(staged::implicit_gemm_v4_staged_columns<T, Problem, dev::kVec16<T>>, grid, dim3(staged::kThreads), 0,
+           nullptr, pb, st, col_tiles);
+  else
+    launch(staged::implicit_gemm_v4_staged_columns<T, Problem, 1>, grid, dim3(staged::kThreads), 0, nullptr, pb, st,
+           col_tiles);
+}
+
 void check_version(int version) {
-  CK_CHECK(version == kImplicitGemmSimpleVersion || version == kImplicitGemmTiledVersion,
-           "conv2d_implicit_gemm: version ", version, " is not an implicit kernel (2 simple, 3 tiled; 1 is the "
-           "explicit im2col path of src/gpu/gpu_conv_im2col_gemm.cpp)");
+  CK_CHECK(version == kImplicitGemmSimpleVersion || version == kImplicitGemmTiledVersion ||
+               version == kImplicitGemmStagedVersion,
+           "conv2d_implicit_gemm: version ", version, " is not an implicit kernel (2 simple, 3 tiled, 4 staged; 1 "
+           "is the explicit im2col path of src/gpu/gpu_conv_im2col_gemm.cpp)");
 }
 
 void check_call(const char* op, DType dtype, const Conv2dDesc& d, int version,
@@ -402,7 +531,7 @@ void check_call(const char* op, DType dtype, const Conv2dDesc& d, int version,
   for (const void* p : required) CK_CHECK(p != nullptr, op, ": a required buffer is null; descriptor ", d.str());
 }
 
-// Launches version `version` of problem pb over `groups` groups.
+// Launches version 2 or 3 of problem pb over `groups` groups.
 template <typename T, class Problem>
 void run_problem(const Problem& pb, int groups, int version, Split split = {}) {
   if (pb.M == 0 || pb.cols == 0) return;
@@ -424,19 +553,22 @@ void run_problem(const Problem& pb, int groups, int version, Split split = {}) {
 void register_conv2d_implicit_gemm_family() {
   static const bool registered = [] {
     register_kernel_family(
-        {"conv2d_implicit_gemm", kVersions, kImplicitGemmTiledVersion,
+        {"conv2d_implicit_gemm", kVersions, kImplicitGemmStagedVersion,
          "v1 explicit: im2col writes the column matrix, the gemm family multiplies (every descriptor)\n"
          "v2 implicit simple: one thread per output, the K loop gathering its column entries from x or dy\n"
          "v3 implicit tiled: 64x64x32 tiles gathered into shared memory, 4x4 outputs per thread, "
-         "deterministic split-K for backward-weights"});
+         "deterministic split-K for backward-weights\n"
+         "v4 implicit staged: v3's tiles, the image patch and the A rows copied to shared memory as aligned "
+         "16-byte runs (cp.async) and im2col formed there; runs v3 where it cannot"});
     return true;
   }();
   (void)registered;
 }
 
 std::string conv2d_implicit_gemm_cannot_implement(DType dtype, const Conv2dDesc& d, int version) {
-  if (version != kImplicitGemmSimpleVersion && version != kImplicitGemmTiledVersion)
-    return detail::concat("version ", version, " is not an implicit kernel (2 simple, 3 tiled)");
+  if (version != kImplicitGemmSimpleVersion && version != kImplicitGemmTiledVersion &&
+      version != kImplicitGemmStagedVersion)
+    return detail::concat("version ", version, " is not an implicit kernel (2 simple, 3 tiled, 4 staged)");
   if (!is_floating(dtype)) return detail::concat("dtype ", dtype, " is not supported (float32 or float64)");
   try {
     d.validate("conv2d_implicit_gemm");
@@ -448,20 +580,23 @@ std::string conv2d_implicit_gemm_cannot_implement(DType dtype, const Conv2dDesc&
   if (largest > kIndexLimit)
     return detail::concat("a tensor of ", largest, " elements needs 64-bit indices (the kernels index with 32 bits)");
   if (d.groups > kMaxGridY) return detail::concat(d.groups, " groups exceed the grid's y limit of ", kMaxGridY);
+  if (version == kImplicitGemmStagedVersion) return staged_cannot_implement(dtype, d);
   return {};
 }
 
-int conv2d_implicit_gemm_weight_slices(DType dtype, const Conv2dDesc& d) { return weight_split(dtype, d).slices; }
+int conv2d_implicit_gemm_weight_slices(DType dtype, const Conv2dDesc& d, int version) {
+  return weight_split(dtype, d, version).slices;
+}
 
 std::size_t conv2d_implicit_gemm_workspace_bytes(DType dtype, const Conv2dDesc& d, ConvPass pass, int version) {
   check_version(version);
-  if (version != kImplicitGemmTiledVersion) return 0;
+  if (version == kImplicitGemmSimpleVersion) return 0;
   const std::size_t filter = static_cast<std::size_t>(d.K * d.C_per_group() * d.R * d.S) * dtype_size(dtype);
   switch (pass) {
     case ConvPass::forward: return 0;
     case ConvPass::backward_data: return transposes_filter(dtype, d) ? filter : 0;
     case ConvPass::backward_weights: {
-      const Split s = weight_split(dtype, d);
+      const Split s = weight_split(dtype, d, version);
       return s.slices > 1 ? static_cast<std::size_t>(s.slices) * filter : 0;
     }
   }
@@ -477,7 +612,12 @@ void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const
     using T = decltype(t);
     const ForwardProblem<T> pb{g, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
                                static_cast<T*>(y), g.Kg, g.N * g.PQ, g.Cg * g.RS};
-    run_problem<T>(pb, static_cast<int>(d.groups), version);
+    if (version != kImplicitGemmStagedVersion) {
+      run_problem<T>(pb, static_cast<int>(d.groups), version);
+      return;
+    }
+    const staged::Staged<T> st{image_patch(g), pb.x, g.N * g.C * g.HW, pb.w, g.K * pb.depth, 0, 0, pb.depth};
+    run_staged_columns<T>(pb, st, g.N, static_cast<int>(d.groups), aligned16({x, w}));
   });
 }
 
@@ -491,24 +631,42 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
   const Geometry g = geometry(d);
   dispatch_floating(dtype, "conv2d_implicit_gemm backward-data", [&](auto t) {
     using T = decltype(t);
+    const bool staged_v = version == kImplicitGemmStagedVersion;
     T* wt = needed > 0 ? static_cast<T*>(workspace) : nullptr;
-    if (wt != nullptr) {
+    if (wt != nullptr && !staged_v) {
       const int total = g.K * g.Cg * g.RS;
       const LaunchShape shape = grid_stride_shape(total);
       launch(transpose_filter_kernel<T>, dim3(shape.blocks), dim3(shape.threads), 0, nullptr,
              static_cast<const T*>(w), wt, g, total);
     }
     // One product per stride phase: sh * sw launches, each over only the taps
-    // that reach its pixels (a phase no tap reaches gets zeros).
+    // that reach its pixels (a phase no tap reaches gets zeros). Version 4's
+    // filter is transposed phase by phase, each phase's slice after the last.
+    int phase_offset = 0;
     for (int a = 0; a < g.sh; ++a)
       for (int b = 0; b < g.sw; ++b) {
         const StridePhase ph = stride_phase(a, g.sh, g.pt, g.dh, g.R, g.H);
         const StridePhase pw = stride_phase(b, g.sw, g.pl, g.dw, g.S, g.W);
         if (ph.count == 0 || pw.count == 0) continue;
-        const BackwardDataProblem<T> pb{g,  static_cast<const T*>(dy), static_cast<const T*>(w), wt,
-                                        static_cast<T*>(dx), ph, pw, g.Cg, g.N * ph.count * pw.count,
-                                        g.Kg * ph.taps * pw.taps};
-        run_problem<T>(pb, static_cast<int>(d.groups), version);
+        const int depth = g.Kg * ph.taps * pw.taps;
+        BackwardDataProblem<T> pb{g,  static_cast<const T*>(dy), static_cast<const T*>(w), wt,
+                                  static_cast<T*>(dx), ph, pw, g.Cg, g.N * ph.count * pw.count, depth};
+        if (!staged_v) {
+          run_problem<T>(pb, static_cast<int>(d.groups), version);
+          continue;
+        }
+        T* wtp = wt + phase_offset;
+        const int total = g.C * depth;
+        if (total > 0) {
+          const LaunchShape shape = grid_stride_shape(total);
+          launch(transpose_filter_phase_kernel<T>, dim3(shape.blocks), dim3(shape.threads), 0, nullptr,
+                 static_cast<const T*>(w), wtp, g, ph, pw, total);
+        }
+        pb.wt = wtp;
+        const staged::Staged<T> st{phase_patch(g, ph, pw), pb.dy, g.N * g.K * g.PQ, wt, g.K * g.Cg * g.RS,
+                                   phase_offset, 0, depth};
+        phase_offset += total;
+        run_staged_columns<T>(pb, st, g.N, static_cast<int>(d.groups), aligned16({dy, wt}));
       }
   });
 }
@@ -521,14 +679,30 @@ void launch_conv2d_implicit_gemm_backward_weights(DType dtype, const Conv2dDesc&
   CK_CHECK(needed == 0 || workspace != nullptr, "conv2d_implicit_gemm backward-weights: needs ", needed,
            " bytes of workspace but workspace is null; descriptor ", d.str());
   const Geometry g = geometry(d);
-  const Split split = version == kImplicitGemmTiledVersion ? weight_split(dtype, d) : Split{};
+  const Split split = version == kImplicitGemmSimpleVersion ? Split{} : weight_split(dtype, d, version);
   const int dw_elems = g.K * g.Cg * g.RS;
   dispatch_floating(dtype, "conv2d_implicit_gemm backward-weights", [&](auto t) {
     using T = decltype(t);
     T* out = split.slices > 1 ? static_cast<T*>(workspace) : static_cast<T*>(dw);
     const BackwardWeightsProblem<T> pb{g, static_cast<const T*>(x), static_cast<const T*>(dy), out,
                                        split.slices > 1 ? dw_elems : 0, g.Kg, g.Cg * g.RS, g.N * g.PQ};
-    run_problem<T>(pb, static_cast<int>(d.groups), version, split);
+    if (version != kImplicitGemmStagedVersion) {
+      run_problem<T>(pb, static_cast<int>(d.groups), version, split);
+      return;
+    }
+    if (pb.M == 0 || pb.cols == 0) return;
+    const staged::Staged<T> st{image_patch(g), pb.x, g.N * g.C * g.HW, pb.dy, g.N * g.K * g.PQ, 0, g.K * g.PQ, g.PQ};
+    const int col_tiles = static_cast<int>(ceil_div(pb.cols, staged::kTileN));
+    const int total_steps = static_cast<int>(staged_weight_steps(d));
+    const int steps_per_slice = split.len / staged::kTileK;
+    const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, staged::kTileM) * col_tiles),
+                    static_cast<unsigned>(d.groups), static_cast<unsigned>(split.slices));
+    if (aligned16({x, dy}))
+      launch(staged::implicit_gemm_v4_staged_positions<T, BackwardWeightsProblem<T>, dev::kVec16<T>>, grid,
+             dim3(staged::kThreads), 0, nullptr, pb, st, col_tiles, steps_per_slice, total_steps);
+    else
+      launch(staged::implicit_gemm_v4_staged_positions<T, BackwardWeightsProblem<T>, 1>, grid,
+             dim3(staged::kThreads), 0, nullptr, pb, st, col_tiles, steps_per_slice, total_steps);
   });
   if (split.slices > 1) launch_sum_slices(dtype, workspace, split.slices, dw_elems, dw);
 }

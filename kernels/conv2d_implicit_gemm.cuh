@@ -12,9 +12,12 @@
 //     (kernels/im2col.cu, kernels/gemm.cu); the twin, runs every descriptor
 //   2 implicit, simple: one thread per output element, the K loop gathering
 //     the column entries it needs on the fly
-//   3 implicit, tiled (the default): 64x64 tiles staged through shared memory
-//     by gathering loaders, 4x4 outputs per thread, split-K for the weight
-//     gradient
+//   3 implicit, tiled: 64x64 tiles staged through shared memory by
+//     gathering loaders, 4x4 outputs per thread, split-K for the weight
+//     gradient; what runs a descriptor version 4 cannot
+//   4 implicit, staged (the default): version 3's tiles, the image patch
+//     and the A rows copied to shared memory as aligned row-contiguous runs,
+//     im2col formed from there (kernels/conv2d_implicit_gemm_staged.cuh)
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -28,26 +31,30 @@ namespace convkit::CK_GPU_NS {
 inline constexpr int kImplicitGemmExplicitVersion = 1;
 inline constexpr int kImplicitGemmSimpleVersion = 2;
 inline constexpr int kImplicitGemmTiledVersion = 3;
+inline constexpr int kImplicitGemmStagedVersion = 4;
 
 // Registers the "conv2d_implicit_gemm" family (idempotent).
 void register_conv2d_implicit_gemm_family();
 
-// Empty when implicit `version` (2 or 3) can run `d` in `dtype`, else why not
-// (a dtype other than float32/float64, an index past 32 bits, a grid too big).
+// Empty when implicit `version` (2, 3 or 4) can run `d` in `dtype`, else why
+// not (a dtype other than float32/float64, an index past 32 bits, a grid too
+// big; for version 4 also a plane or stride phase under 32 positions, an
+// image patch over its shared memory, a transposed filter over
+// workspace_limit).
 // Version 1 is the explicit path, which this file does not run: asking for it
 // returns a reason.
 std::string conv2d_implicit_gemm_cannot_implement(DType dtype, const Conv2dDesc& d, int version);
 
 // Bytes of workspace `pass` needs under implicit `version` (0 when none):
 // backward-data's transposed filter and backward-weights' split-K partials
-// (version 3), plus 256 bytes of alignment slack per slice. A pure function
+// (versions 3 and 4), plus 256 bytes of alignment slack per slice. A pure function
 // of the descriptor, dtype and version; never above d.workspace_limit.
 std::size_t conv2d_implicit_gemm_workspace_bytes(DType dtype, const Conv2dDesc& d, ConvPass pass, int version);
 
-// The split-K slices version 3 cuts backward-weights' K = N*P*Q into (1: no
-// second pass). Fixed by the descriptor and dtype, so results are the same
-// bits on every run.
-int conv2d_implicit_gemm_weight_slices(DType dtype, const Conv2dDesc& d);
+// The split-K slices version 3 or 4 cuts backward-weights' K = N*P*Q into
+// (1: no second pass). Fixed by the descriptor, dtype and version, so results
+// are the same bits on every run.
+int conv2d_implicit_gemm_weight_slices(DType dtype, const Conv2dDesc& d, int version);
 
 // y = conv(x, w) (+ b when b is not null). Overwrites y.
 void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const void* x, const void* w,

@@ -26,8 +26,8 @@
 // fixed by the descriptor, so results are deterministic.
 //
 // All of that is the explicit path, version 1 of the conv2d_implicit_gemm
-// family. Versions 2 and 3 (the default) run each pass as one implicit GEMM
-// per group (kernels/conv2d_implicit_gemm.cuh): no column matrix, no chunks,
+// family. Versions 2, 3 and 4 (the default; 3 where 4 cannot) run each pass
+// as one implicit GEMM per group (kernels/conv2d_implicit_gemm.cuh): no column matrix, no chunks,
 // the batch folded into the product, and a workspace of at most the split-K
 // partials of backward-weights (or backward-data's transposed filter). A
 // descriptor the implicit kernels cannot index (a tensor of 2^31 elements or
@@ -100,12 +100,15 @@ std::int64_t plan_chunk(const Conv2dDesc& d, ConvPass pass, std::size_t elem) {
 }
 
 
-// The implicit version that runs `d` in `dtype` (2 or 3), or 0 for the
-// explicit path: the family's choice when it can.
+// The implicit version that runs `d` in `dtype` (2, 3 or 4), or 0 for the
+// explicit path: the family's choice when it can; version 4 (the default)
+// hands what it cannot run to version 3.
 int implicit_version(const Conv2dDesc& d, DType dtype) {
   register_conv2d_implicit_gemm_family();
-  const int v = kernel_version("conv2d_implicit_gemm");
+  int v = kernel_version("conv2d_implicit_gemm");
   if (v == kImplicitGemmExplicitVersion) return 0;
+  if (v == kImplicitGemmStagedVersion && !conv2d_implicit_gemm_cannot_implement(dtype, d, v).empty())
+    v = kImplicitGemmTiledVersion;
   return conv2d_implicit_gemm_cannot_implement(dtype, d, v).empty() ? v : 0;
 }
 

@@ -1,7 +1,7 @@
 // The implicit-GEMM convolution (kernels/conv2d_implicit_gemm.cu) as the GPU
 // im2col_gemm algorithm runs it, under sim (and cuda, in the nvcc build):
 // every version of the conv2d_implicit_gemm family (1 the explicit column
-// path, 2 simple, 3 tiled), every pass, float32 and float64, on
+// path, 2 simple, 3 tiled, 4 staged), every pass, float32 and float64, on
 // tests/cpu/conv's descriptors (odd sizes, batch 1, stride, padding,
 // dilation, groups) plus tile-straddling and split-K cases and one layer each
 // of cifar10-cnn and resnet18-cifar at batch 1; against the float64
@@ -61,6 +61,25 @@ const std::vector<ConvCase>& cases() {
   return all;
 }
 
+// Shapes version 4 runs itself (planes and stride phases of 32 positions or
+// more): odd sizes, padding, stride 2, dilation 2, groups, batch 1, channels
+// and filters that are no multiple of a tile, a 5x5 filter, a 1x1 stride-2
+// filter (whose odd phases no tap reaches), and two- and four-slice split-K.
+const std::vector<ConvCase>& staged_cases() {
+  static const std::vector<ConvCase> all = {
+      {"staged_odd_pad", make(2, 5, 13, 11, 7, 3, 3, 1)},
+      {"staged_tiles_70x19_odd", make(2, 19, 11, 13, 70, 3, 3, 1)},
+      {"staged_stride2_pad", make(2, 6, 13, 15, 20, 3, 3, 1, 2)},
+      {"staged_dilation2_groups2_batch1", make(1, 8, 14, 14, 6, 3, 3, 2, 1, 2, 2)},
+      {"staged_stride2_dilation2_groups2", make(2, 6, 19, 17, 4, 3, 3, 2, 2, 2, 2)},
+      {"staged_5x5_c37_k33", make(1, 37, 12, 12, 33, 5, 5, 2)},
+      {"staged_1x1_stride2", make(2, 4, 16, 16, 16, 1, 1, 0, 2)},
+      {"staged_split_k_2", make(4, 3, 17, 17, 5, 3, 3, 1)},
+      {"staged_split_k_4_groups", make(2, 4, 32, 32, 6, 3, 3, 1, 1, 2)},
+  };
+  return all;
+}
+
 // cifar10-cnn conv4 and resnet18-cifar layer3.conv1 (stride 2), at batch 1.
 const std::vector<ConvCase>& layers() {
   static const std::vector<ConvCase> all = {
@@ -101,10 +120,10 @@ TEST_P(ImplicitGemmVersusV1, AgreesWithTheExplicitPath) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ImplicitGemmCase,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2, 3)),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2, 3, 4)),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(Cases, ImplicitGemmVersusV1,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 3)),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 3, 4)),
                          case_name);
 
 // The simple and the tiled version against each other, in float32.
@@ -130,8 +149,100 @@ TEST(ImplicitGemm, TiledAgreesWithSimple) {
 // Real layer sizes, float32 only (the float64 reference is the slow part).
 TEST(ImplicitGemmLayer, RealLayersMatchTheReferenceInEveryImplicitVersion) {
   for (const ConvCase& c : layers())
-    for (int version : {kernels::kImplicitGemmSimpleVersion, kernels::kImplicitGemmTiledVersion})
+    for (int version : {kernels::kImplicitGemmSimpleVersion, kernels::kImplicitGemmTiledVersion,
+                        kernels::kImplicitGemmStagedVersion})
       expect_matches_reference<float>(c, version);
+}
+
+// ---- Version 4 (staged) on the shapes it runs itself.
+
+Outputs<float> run_version(const ConvCase& c, int version) {
+  ScopedKernelVersion select(kFamily, version);
+  return run_passes<float>(algo(), c.desc, case_data(c.desc).in);
+}
+
+class StagedCase : public ::testing::TestWithParam<std::size_t> {};
+
+// Each case must really run version 4, not fall back to version 3.
+TEST_P(StagedCase, RunsVersion4AndMatchesTheFloat64Reference) {
+  const ConvCase& c = staged_cases()[GetParam()];
+  for (DType dtype : {DType::float32, DType::float64})
+    ASSERT_EQ(kernels::conv2d_implicit_gemm_cannot_implement(dtype, c.desc, kernels::kImplicitGemmStagedVersion), "")
+        << c.name << " " << dtype;
+  expect_matches_reference<float>(c, kernels::kImplicitGemmStagedVersion);
+  expect_matches_reference<double>(c, kernels::kImplicitGemmStagedVersion);
+}
+
+TEST_P(StagedCase, AgreesWithTheTiledVersion) {
+  using cpu::testing::tolerances;
+  const ConvCase& c = staged_cases()[GetParam()];
+  const CaseData& data = case_data(c.desc);
+  const Outputs<float> v3 = run_version(c, kernels::kImplicitGemmTiledVersion);
+  const Outputs<float> v4 = run_version(c, kernels::kImplicitGemmStagedVersion);
+  EXPECT_TRUE(agree(v4.y, v3.y, tolerances<float>(ConvAlgo::im2col_gemm, data.y))) << "forward " << c.name;
+  EXPECT_TRUE(agree(v4.dx, v3.dx, tolerances<float>(ConvAlgo::im2col_gemm, data.dx))) << "bwd-data " << c.name;
+  EXPECT_TRUE(agree(v4.dw, v3.dw, tolerances<float>(ConvAlgo::im2col_gemm, data.dw))) << "bwd-weights " << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, StagedCase, ::testing::Range<std::size_t>(0, staged_cases().size()),
+                         [](const ::testing::TestParamInfo<std::size_t>& info) {
+                           return staged_cases()[info.param].name;
+                         });
+
+TEST(ImplicitGemmLayer, Version4RunsTheRealLayersItself) {
+  for (const ConvCase& c : layers())
+    EXPECT_EQ(kernels::conv2d_implicit_gemm_cannot_implement(DType::float32, c.desc,
+                                                             kernels::kImplicitGemmStagedVersion),
+              "")
+        << c.name;
+}
+
+// A plane under 32 positions is version 3's: version 4 says why, and the
+// algorithm, asked for version 4, runs version 3 and stays right.
+TEST(ImplicitGemm, Version4HandsSmallPlanesToVersion3) {
+  const Conv2dDesc d = make(2, 4, 6, 6, 5, 3, 3, 1);  // 6x6 = 36 outputs, but stride 2 below
+  Conv2dDesc small = d;
+  small.stride_h = small.stride_w = 2;  // 3x3 = 9 outputs
+  EXPECT_EQ(kernels::conv2d_implicit_gemm_cannot_implement(DType::float32, d, kernels::kImplicitGemmStagedVersion),
+            "");
+  const std::string why =
+      kernels::conv2d_implicit_gemm_cannot_implement(DType::float32, small, kernels::kImplicitGemmStagedVersion);
+  EXPECT_NE(why.find("9 positions"), std::string::npos) << why;
+  ScopedKernelVersion select(kFamily, kernels::kImplicitGemmStagedVersion);
+  expect_passes_match<float>(algo(), ConvAlgo::im2col_gemm, small, "small plane, v4 selected");
+  EXPECT_EQ(algo().workspace_bytes(small, DType::float32, ConvPass::backward_data),
+            kernels::conv2d_implicit_gemm_workspace_bytes(DType::float32, small, ConvPass::backward_data,
+                                                          kernels::kImplicitGemmTiledVersion));
+}
+
+// A tensor that is not 16-byte aligned takes the 4-byte copies: offset every
+// operand by one float and the passes stay right.
+TEST(ImplicitGemm, Version4RunsOnOperandsOffTheSixteenByteGrid) {
+  using cpu::testing::all_within;
+  using cpu::testing::tolerances;
+  const ConvCase& c = staged_cases()[2];  // stride 2, padding
+  const Conv2dDesc& d = c.desc;
+  const CaseData& data = case_data(d);
+  const auto shifted = [](const std::vector<double>& v) {
+    std::vector<double> s(v.size() + 1, 0.0);
+    std::copy(v.begin(), v.end(), s.begin() + 1);
+    return device_tensor<float>(s);
+  };
+  const Tensor x = shifted(data.in.x), w = shifted(data.in.w), b = shifted(data.in.b), dy = shifted(data.in.dy);
+  const auto at1 = [](const Tensor& t) { return static_cast<float*>(t.raw_data()) + 1; };
+  const int v = kernels::kImplicitGemmStagedVersion;
+  const Tensor y = garbage<float>(static_cast<std::int64_t>(data.y.value.size()) + 1);
+  kernels::launch_conv2d_implicit_gemm_forward(DType::float32, d, at1(x), at1(w), at1(b), at1(y), v);
+  std::vector<float> got = y.to_vector<float>();
+  got.erase(got.begin());
+  EXPECT_TRUE(all_within(got, data.y.value, tolerances<float>(ConvAlgo::im2col_gemm, data.y))) << "forward";
+  const std::size_t bytes = kernels::conv2d_implicit_gemm_workspace_bytes(DType::float32, d, ConvPass::backward_data, v);
+  const Tensor ws = empty({static_cast<std::int64_t>(bytes / 4 + 2)}, TensorOptions().device(kernel_device()));
+  const Tensor dx = garbage<float>(static_cast<std::int64_t>(data.dx.value.size()) + 1);
+  kernels::launch_conv2d_implicit_gemm_backward_data(DType::float32, d, at1(dy), at1(w), at1(dx), at1(ws), v);
+  got = dx.to_vector<float>();
+  got.erase(got.begin());
+  EXPECT_TRUE(all_within(got, data.dx.value, tolerances<float>(ConvAlgo::im2col_gemm, data.dx))) << "bwd-data";
 }
 
 // A missing barrier can hide under one thread order.
@@ -142,6 +253,8 @@ TEST(ImplicitGemm, TiledVersionIsRightUnderOtherThreadOrders) {
     for (const char* name : {"tiles_70x19_odd", "groups2_stride2_dilation2", "split_k_2", "stride_dilation_groups"})
       for (const ConvCase& c : cases())
         if (c.name == name) expect_matches_reference<float>(c, kernels::kImplicitGemmTiledVersion);
+    for (const ConvCase& c : staged_cases())
+      expect_matches_reference<float>(c, kernels::kImplicitGemmStagedVersion);
   }
 }
 #endif
@@ -153,11 +266,17 @@ TEST(ImplicitGemm, TiledVersionIsRightUnderOtherThreadOrders) {
 TEST(ImplicitGemm, StridedBackwardDataKernelsMatchTheReference) {
   using cpu::testing::all_within;
   using cpu::testing::tolerances;
-  for (const ConvCase& c : cases()) {
+  std::vector<ConvCase> all = cases();
+  all.insert(all.end(), staged_cases().begin(), staged_cases().end());
+  for (const ConvCase& c : all) {
     const Conv2dDesc& d = c.desc;
     if (d.stride_h == 1 && d.stride_w == 1) continue;
     const CaseData& data = case_data(d);
-    for (int version : {kernels::kImplicitGemmSimpleVersion, kernels::kImplicitGemmTiledVersion}) {
+    for (int version : {kernels::kImplicitGemmSimpleVersion, kernels::kImplicitGemmTiledVersion,
+                        kernels::kImplicitGemmStagedVersion}) {
+      if (version == kernels::kImplicitGemmStagedVersion &&
+          !kernels::conv2d_implicit_gemm_cannot_implement(DType::float32, d, version).empty())
+        continue;
       const std::size_t bytes =
           kernels::conv2d_implicit_gemm_workspace_bytes(DType::float32, d, ConvPass::backward_data, version);
       const Tensor ws = bytes > 0 ? empty({static_cast<std::int64_t>((bytes + 3) / 4)},
@@ -181,7 +300,7 @@ TEST(ImplicitGemm, SplitKBackwardWeightsIsDeterministic) {
   for (const ConvCase& c : cases())
     if (c.name == "split_k_4_groups") split = &c;
   ASSERT_NE(split, nullptr);
-  ASSERT_EQ(kernels::conv2d_implicit_gemm_weight_slices(DType::float32, split->desc), 4);
+  ASSERT_EQ(kernels::conv2d_implicit_gemm_weight_slices(DType::float32, split->desc, kernels::kImplicitGemmTiledVersion), 4);
   ScopedKernelVersion select(kFamily, kernels::kImplicitGemmTiledVersion);
   const Outputs<float> first = run_passes<float>(algo(), split->desc, case_data(split->desc).in);
   const Outputs<float> second = run_passes<float>(algo(), split->desc, case_data(split->desc).in);
@@ -189,6 +308,20 @@ TEST(ImplicitGemm, SplitKBackwardWeightsIsDeterministic) {
 #if !defined(__CUDACC__)
   sim::ScopedSchedule schedule(sim::Schedule::parse("random:5"));
   EXPECT_EQ(run_passes<float>(algo(), split->desc, case_data(split->desc).in).dw, first.dw);
+#endif
+}
+
+TEST(ImplicitGemm, Version4SplitKBackwardWeightsIsDeterministic) {
+  const ConvCase& split = staged_cases().back();
+  ASSERT_EQ(split.name, "staged_split_k_4_groups");
+  ASSERT_EQ(kernels::conv2d_implicit_gemm_weight_slices(DType::float32, split.desc,
+                                                        kernels::kImplicitGemmStagedVersion),
+            4);
+  const Outputs<float> first = run_version(split, kernels::kImplicitGemmStagedVersion);
+  EXPECT_EQ(run_version(split, kernels::kImplicitGemmStagedVersion).dw, first.dw);
+#if !defined(__CUDACC__)
+  sim::ScopedSchedule schedule(sim::Schedule::parse("random:5"));
+  EXPECT_EQ(run_version(split, kernels::kImplicitGemmStagedVersion).dw, first.dw);
 #endif
 }
 
@@ -207,7 +340,7 @@ TEST(ImplicitGemm, WorkspaceIsOnlyTheFilterOrTheSplitKPartials) {
     EXPECT_EQ(algo().workspace_bytes(d, DType::float32, pass), 0u) << conv_pass_name(pass);
   expect_passes_match<float>(algo(), ConvAlgo::im2col_gemm, d, "no workspace");
   d.workspace_limit = 2 * filter;  // two slices fit, four do not
-  EXPECT_EQ(kernels::conv2d_implicit_gemm_weight_slices(DType::float32, d), 2);
+  EXPECT_EQ(kernels::conv2d_implicit_gemm_weight_slices(DType::float32, d, kernels::kImplicitGemmTiledVersion), 2);
   expect_passes_match<float>(algo(), ConvAlgo::im2col_gemm, d, "two slices");
 }
 
@@ -248,12 +381,28 @@ TEST(ImplicitGemm, GradientsPassGradcheckThroughTheOp) {
   const Tensor w = convkit::testing::random_tensor({6, 2, 3, 3}, rng, o);
   const Tensor b = convkit::testing::random_tensor({6}, rng, o);
   const Conv2dParams p = Conv2dParams().groups(2).stride(2).padding(1).dilation(2).algo(ConvAlgo::im2col_gemm);
-  for (int version : {1, 2, 3}) {
+  for (int version : {1, 2, 3, 4}) {
     ScopedKernelVersion select(kFamily, version);
     EXPECT_TRUE(convkit::testing::grad_ok(
         [&](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], p); }, {x, w, b}))
         << "v" << version;
   }
+}
+
+// The shape above is version 3's (a 2x2 output plane); this one version 4 runs.
+TEST(ImplicitGemm, GradientsPassGradcheckThroughTheOpInVersion4) {
+  std::mt19937_64 rng(convkit::testing::kSeed + 1801);
+  const TensorOptions o = TensorOptions().dtype(DType::float64).device(kernel_device()).requires_grad();
+  const Tensor x = convkit::testing::random_tensor({1, 4, 9, 8}, rng, o);
+  const Tensor w = convkit::testing::random_tensor({6, 2, 3, 3}, rng, o);
+  const Tensor b = convkit::testing::random_tensor({6}, rng, o);
+  const Conv2dParams p = Conv2dParams().groups(2).stride(1).padding(1).algo(ConvAlgo::im2col_gemm);
+  ASSERT_EQ(kernels::conv2d_implicit_gemm_cannot_implement(DType::float64, make(1, 4, 9, 8, 6, 3, 3, 1, 1, 2),
+                                                           kernels::kImplicitGemmStagedVersion),
+            "");
+  ScopedKernelVersion select(kFamily, kernels::kImplicitGemmStagedVersion);
+  EXPECT_TRUE(convkit::testing::grad_ok(
+      [&](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], p); }, {x, w, b}));
 }
 
 }  // namespace
