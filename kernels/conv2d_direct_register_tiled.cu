@@ -59,14 +59,18 @@ struct RegisterTiles {
   int channel_groups;    // groups of 8 output channels per block: 1 to 4
   int chunk;             // input channels staged per step
   int patch_h, patch_w;  // staged input patch per channel (its largest extent)
-  int filt_offset;       // filt [chunk][R][S][8 * channel_groups], 16-byte aligned
+  int filt_offset;       // filt [chunk][R][S][filt_stride], 16-byte aligned
+  int filt_stride;       // 8 * channel_groups + 4: see the filter staging
   int table_offset;      // source [patch_h * patch_w] ints, after filt
 };
 
 // Block = (pixel tile, 8 * channel_groups output channels of one group,
 // image); thread = (lane, channel group kt): pixels lane + i * lanes (i < 4),
 // so a warp's patch reads are consecutive pixels, and channels kt*8 .. kt*8+7,
-// the same 8 weights for every lane of the group (a broadcast).
+// the same 8 weights for every lane of the group (a broadcast). Where it can,
+// a warp takes 16 pixels of two channel groups rather than 32 pixels of one:
+// 32 consecutive pixels of a narrow plane wrap rows, and the halo of each wrap
+// ((S-1) dw words) stretches their patch reads over more than 32 banks.
 template <typename T, bool kFlipped>
 __global__ void __launch_bounds__(kMaxThreads)
     direct_v3_register_tiled(ConvGeometry g, RegisterTiles t, const T* in, const T* w, const T* b, T* out) {
@@ -84,7 +88,12 @@ __global__ void __launch_bounds__(kMaxThreads)
   const int n = static_cast<int>(blockIdx.z);
   const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
   const int lanes = t.pixels / kPixelsPerThread;
-  const int lane = tid % lanes, kt = tid / lanes;
+  int lane = tid % lanes, kt = tid / lanes;
+  if (lanes % 16 == 0) {
+    const int half_warp = tid / 16;
+    kt = half_warp % t.channel_groups;
+    lane = half_warp / t.channel_groups * 16 + tid % 16;
+  }
 
   // The output rows this tile touches, and the input rows under them.
   const int p_first = pix0 / g.Q, p_last = (min(pix0 + t.pixels, plane) - 1) / g.Q;
@@ -124,9 +133,16 @@ __global__ void __launch_bounds__(kMaxThreads)
         for (int e = tid; e < staged; e += threads) dst[e] = T(0);
       }
     }
-    // Read in the global order: a filter's (c, r, s) are contiguous (forward).
-    for (int i = tid; i < block_channels * chunk_taps; i += threads) {
-      const int kl = i / chunk_taps, rem = i - kl * chunk_taps;
+    // A warp stages 8 consecutive (c, r, s) of 4 filters: in global memory 4
+    // runs of 8 words (a filter's (c, r, s) are contiguous; the flipped ones
+    // descend), in shared memory 32 distinct banks, because the row stride
+    // block_channels + 4 puts consecutive rows 4 banks apart. Channel-fastest
+    // rows are what lets the inner loop read 8 weights as two 16-byte loads.
+    const int filter_quads = block_channels / 4;
+    for (int i = tid; i < block_channels * ceil_div(chunk_taps, 8) * 8; i += threads) {
+      const int quad = i / 32;
+      const int kl = quad % filter_quads * 4 + i % 4, rem = quad / filter_quads * 8 + i / 4 % 8;
+      if (rem >= chunk_taps) continue;
       T v = T(0);
       if (k0 + kl < g.Kg && c0 * taps + rem < g.Cg * taps) {
         if constexpr (kFlipped) {
@@ -136,19 +152,19 @@ __global__ void __launch_bounds__(kMaxThreads)
           v = w_group[(static_cast<int64_t>(k0 + kl) * g.Cg + c0) * taps + rem];
         }
       }
-      filt[rem * block_channels + kl] = v;
+      filt[rem * t.filt_stride + kl] = v;
     }
     __syncthreads();
     for (int cl = 0; cl < t.chunk; ++cl) {
       const T* patch_channel = patch + cl * patch_size;
-      const T* filt_channel = filt + cl * taps * block_channels + kt * kChannelsPerThread;
+      const T* filt_channel = filt + cl * taps * t.filt_stride + kt * kChannelsPerThread;
       for (int r = 0; r < g.R; ++r) {
         const T* patch_row = patch_channel + r * g.dilation_h * t.patch_w;
-        const T* filt_row = filt_channel + r * g.S * block_channels;
+        const T* filt_row = filt_channel + r * g.S * t.filt_stride;
         for (int s = 0; s < g.S; ++s) {
           T wv[kChannelsPerThread];
           CK_UNROLL for (int j = 0; j < kChannelsPerThread; j += dev::kVec16<T>)
-            dev::load16(filt_row + s * block_channels + j, wv + j);
+            dev::load16(filt_row + s * t.filt_stride + j, wv + j);
           const T* patch_tap = patch_row + s * g.dilation_w;
           T xv[kPixelsPerThread];
           CK_UNROLL for (int i = 0; i < kPixelsPerThread; ++i) xv[i] = patch_tap[pixel_offset[i]];
@@ -200,11 +216,11 @@ RegisterTiles register_tiles(const ConvGeometry& g, std::size_t elem) {
   t.patch_h = static_cast<int>(patch_h);
   t.patch_w = static_cast<int>(patch_w);
   const int vec = static_cast<int>(16 / elem);
-  const int block_channels = t.channel_groups * kChannelsPerThread;
+  t.filt_stride = t.channel_groups * kChannelsPerThread + 4;
   for (int chunk = 8; chunk >= 1; chunk /= 2) {
     t.chunk = chunk;
     t.filt_offset = ceil_div(chunk * t.patch_h * t.patch_w, vec) * vec;
-    t.table_offset = t.filt_offset + chunk * g.R * g.S * block_channels;
+    t.table_offset = t.filt_offset + chunk * g.R * g.S * t.filt_stride;
     if (shared_bytes(t, elem) <= kMaxSharedBytes) return t;
   }
   t.chunk = 0;
