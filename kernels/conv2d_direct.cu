@@ -22,9 +22,10 @@
 //       of every image, staging the dy tile and the input patch.
 //   v3  an outer-product register tile (conv2d_direct_register_tiled.cu):
 //       4 pixels x 8 output channels per thread, 16-byte filter reads, index
-//       tables. Forward, and backward-data at stride 1 as the forward of the
-//       flipped problem; elsewhere (backward-weights, backward-data at stride
-//       > 1, tiles that do not fit) version 3 runs v2's kernels.
+//       tables. Forward, backward-data at stride 1 as the forward of the
+//       flipped problem, and backward-weights (8 filters x 4 of its entries
+//       per thread); elsewhere (backward-data at stride > 1, tiles that do
+//       not fit) version 3 runs v2's kernels.
 #include <algorithm>
 #include <string>
 
@@ -583,7 +584,7 @@ int conv2d_direct_version() {
                             "patch + filters per dx tile (backward-data), dy tile + input patch per kb x cb x R x "
                             "S block of dw (backward-weights); "
                             "v3 register tiles of 4 pixels x 8 channels per thread with 16-byte filter reads and index "
-                            "tables (forward, and backward-data at stride 1; v2's kernels elsewhere)"});
+                            "tables (all passes; backward-data at stride > 1 runs v2's kernel)"});
     return true;
   }();
   (void)registered;
@@ -664,6 +665,10 @@ void launch_conv2d_direct_backward_weights(int version, DType dtype, const ConvG
     if (version == 1) {
       const LaunchShape s = grid_stride_shape(static_cast<int64_t>(g.K) * g.Cg * g.R * g.S, 256, 65535);
       launch(direct_backward_weights_v1<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, g, xt, dyt, dwt);
+      return;
+    }
+    if (version == 3 && direct_register_tiled_backward_weights_cannot(g, dtype).empty()) {
+      launch_direct_register_tiled_backward_weights(dtype, g, x, dy, dw);
       return;
     }
     const WeightTiles t = weight_tiles(g, sizeof(T));

@@ -123,12 +123,15 @@ INSTANTIATE_TEST_SUITE_P(RealLayers, DirectRealLayer, ::testing::Range<std::size
                          [](const ::testing::TestParamInfo<std::size_t>& info) { return real_layers()[info.param].name; });
 
 // The cases above test v3's own kernels, not v2's under its number: the
-// forward of every case and backward-data at stride 1 run v3's kernel.
+// forward and backward-weights of every case and backward-data at stride 1
+// run v3's kernels.
 TEST(GpuConvDirect, Version3RunsItsOwnKernelWhereItShould) {
   for (const ConvCase& c : cases()) {
     const kernels::ConvGeometry g = kernels::conv_geometry(c.desc);
     EXPECT_EQ(kernels::direct_register_tiled_forward_cannot(g, DType::float32), "") << c.name;
     EXPECT_EQ(kernels::direct_register_tiled_forward_cannot(g, DType::float64), "") << c.name;
+    EXPECT_EQ(kernels::direct_register_tiled_backward_weights_cannot(g, DType::float32), "") << c.name;
+    EXPECT_EQ(kernels::direct_register_tiled_backward_weights_cannot(g, DType::float64), "") << c.name;
     const std::string why = kernels::direct_register_tiled_backward_data_cannot(g, DType::float64);
     if (c.desc.stride_h == 1 && c.desc.stride_w == 1) {
       EXPECT_EQ(why, "") << c.name;
@@ -139,12 +142,15 @@ TEST(GpuConvDirect, Version3RunsItsOwnKernelWhereItShould) {
 }
 
 // A plane too wide for v3's whole-row patch: version 3 runs v2's kernels.
+// (A filter of more than 256 taps does so for backward-weights.)
 TEST(GpuConvDirect, Version3FallsBackToVersion2OnAWideImage) {
   const Conv2dDesc d = make(1, 2, 3, 4000, 3, 3, 3, 1);
   const kernels::ConvGeometry g = kernels::conv_geometry(d);
   const std::string why = kernels::direct_register_tiled_forward_cannot(g, DType::float32);
   EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
   EXPECT_NE(kernels::direct_register_tiled_backward_data_cannot(g, DType::float32).find("shared memory"),
+            std::string::npos);
+  EXPECT_NE(kernels::direct_register_tiled_backward_weights_cannot(g, DType::float32).find("shared memory"),
             std::string::npos);
   EXPECT_TRUE(kernels::conv2d_direct_can_implement(3, g, DType::float32, nullptr));
   const TensorOptions on_device = TensorOptions().device(kernel_device());
