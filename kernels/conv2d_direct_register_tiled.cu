@@ -64,6 +64,22 @@ struct RegisterTiles {
   int table_offset;      // source [patch_h * patch_w] ints, after filt
 };
 
+// Backward-weights' tiles. Element offsets are in T.
+struct WeightTiles {
+  int pixels;            // output pixels per step: 32, 64 or 128
+  int channel_groups;    // groups of 8 filters per block: 1 to 4
+  int cb;                // input channels per block: its entries are cb x R x S
+  int entry_lanes;       // threads per channel group: ceil(cb R S / 4)
+  int patch_h, patch_w;  // staged input patch per channel (its largest extent)
+  int dy_stride;         // 8 * channel_groups + 4
+  int patch_offset;      // patch [cb][patch_h][patch_w], after dyt [pixels][dy_stride]
+  int table_offset;      // source [patch_h * patch_w] and pixel [pixels] ints, after patch
+};
+constexpr int kEntriesPerThread = 4;
+// Entries per block at most: 64 threads per channel group.
+constexpr int kMaxEntries = 256;
+constexpr int kMaxWeightThreads = kMaxEntries / kEntriesPerThread * kMaxChannelGroups;
+
 // Block = (pixel tile, 8 * channel_groups output channels of one group,
 // image); thread = (lane, channel group kt): pixels lane + i * lanes (i < 4),
 // so a warp's patch reads are consecutive pixels, and channels kt*8 .. kt*8+7,
@@ -188,6 +204,118 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
+// Backward-weights: dw[k][c][r][s] = sum over n, p, q of dy[n][k][p][q] *
+// x[n][c][p sh - pt + r dh][q sw - pl + s dw], a product whose rows are the
+// filters, whose columns are the entries (c, r, s) and whose sum runs over
+// every output pixel. Block = (8 * channel_groups filters, cb input channels
+// x R x S entries, group); thread = 8 filters x 4 entries (entries lane +
+// i * entry_lanes), 32 sums in registers. The block walks every pixel tile of
+// every image, staging
+//   dyt    [pixels][dy_stride]    dy of its filters, filter-fastest
+//   patch  [cb][patch_h][patch_w] the input under the tile (through the table)
+//   source [patch_h * patch_w]    the index table, per tile
+//   pixel  [pixels]               each tile pixel's offset into a channel's patch
+// Per pixel a thread reads 8 dy values as 16-byte loads, the pixel's offset
+// (a broadcast) and 4 patch values at offsets fixed per thread, for 32 FMAs.
+// The sums stay in registers across all tiles and dw is written once.
+template <typename T>
+__global__ void __launch_bounds__(kMaxWeightThreads)
+    direct_v3_backward_weights(ConvGeometry g, WeightTiles t, const T* x, const T* dy, T* dw) {
+  CK_DYNAMIC_SHARED(T, smem);
+  T* dyt = smem;
+  T* patch = smem + t.patch_offset;
+  int* source = reinterpret_cast<int*>(smem + t.table_offset);
+  int* pixel = source + t.patch_h * t.patch_w;
+  const int patch_size = t.patch_h * t.patch_w, taps = g.R * g.S;
+  const int block_channels = t.channel_groups * kChannelsPerThread;
+  const int plane = g.P * g.Q, entries = t.cb * taps;
+  const int cblocks = ceil_div(g.Cg, t.cb);
+  const int k0 = static_cast<int>(blockIdx.x) / cblocks * block_channels;  // within the group
+  const int c0 = static_cast<int>(blockIdx.x) % cblocks * t.cb;
+  const int group = static_cast<int>(blockIdx.y);
+  const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
+  const int lane = tid % t.entry_lanes, kt = tid / t.entry_lanes;
+
+  // This thread's entries' offsets into the patch (entries past the block's
+  // end read entry 0 and are not stored).
+  int entry_offset[kEntriesPerThread];
+  CK_UNROLL for (int i = 0; i < kEntriesPerThread; ++i) {
+    const int e = lane + i * t.entry_lanes < entries ? lane + i * t.entry_lanes : 0;
+    const int cl = e / taps, tap = e % taps;
+    entry_offset[i] = cl * patch_size + tap / g.S * g.dilation_h * t.patch_w + tap % g.S * g.dilation_w;
+  }
+  T acc[kChannelsPerThread][kEntriesPerThread];
+  CK_UNROLL for (int j = 0; j < kChannelsPerThread; ++j) {
+    CK_UNROLL for (int i = 0; i < kEntriesPerThread; ++i) acc[j][i] = T(0);
+  }
+
+  const int64_t in_plane = static_cast<int64_t>(g.H) * g.W;
+  const int filter_quads = block_channels / 4;
+  const int tiles = ceil_div(plane, t.pixels);
+  for (int n = 0; n < g.N; ++n) {
+    const T* x_block = x + (static_cast<int64_t>(n) * g.C + static_cast<int64_t>(group) * g.Cg + c0) * in_plane;
+    const T* dy_block = dy + (static_cast<int64_t>(n) * g.K + static_cast<int64_t>(group) * g.Kg + k0) * plane;
+    for (int tile = 0; tile < tiles; ++tile) {
+      const int pix0 = tile * t.pixels, count = min(t.pixels, plane - pix0);
+      const int p_first = pix0 / g.Q, p_last = (pix0 + count - 1) / g.Q;
+      const int staged = ((p_last - p_first) * g.stride_h + (g.R - 1) * g.dilation_h + 1) * t.patch_w;
+      const int h_origin = p_first * g.stride_h - g.pad_top;
+      __syncthreads();  // the previous tile's reads are done
+      for (int e = tid; e < staged; e += threads) {
+        const int h = h_origin + e / t.patch_w, col = e % t.patch_w - g.pad_left;
+        source[e] = h >= 0 && h < g.H && col >= 0 && col < g.W ? h * g.W + col : -1;
+      }
+      for (int j = tid; j < count; j += threads) {
+        const int pix = pix0 + j;
+        pixel[j] = (pix / g.Q - p_first) * g.stride_h * t.patch_w + pix % g.Q * g.stride_w;
+      }
+      // As the forward's filters: a warp stages 8 pixels of 4 filters, 4 runs
+      // of 8 words in global memory, 32 distinct banks in shared memory.
+      for (int i = tid; i < block_channels * t.pixels; i += threads) {
+        const int quad = i / 32;
+        const int kl = quad % filter_quads * 4 + i % 4, j = quad / filter_quads * 8 + i / 4 % 8;
+        dyt[j * t.dy_stride + kl] =
+            k0 + kl < g.Kg && j < count ? dy_block[static_cast<int64_t>(kl) * plane + pix0 + j] : T(0);
+      }
+      __syncthreads();  // the table is written
+      for (int cl = 0; cl < t.cb; ++cl) {
+        T* dst = patch + cl * patch_size;
+        if (c0 + cl < g.Cg) {
+          const T* src = x_block + static_cast<int64_t>(cl) * in_plane;
+          for (int e = tid; e < staged; e += threads) {
+            const int offset = source[e];
+            dst[e] = offset >= 0 ? src[offset] : T(0);
+          }
+        } else {
+          for (int e = tid; e < staged; e += threads) dst[e] = T(0);
+        }
+      }
+      __syncthreads();
+      for (int j = 0; j < count; ++j) {
+        T dv[kChannelsPerThread];
+        CK_UNROLL for (int jj = 0; jj < kChannelsPerThread; jj += dev::kVec16<T>)
+          dev::load16(dyt + j * t.dy_stride + kt * kChannelsPerThread + jj, dv + jj);
+        const T* patch_pixel = patch + pixel[j];
+        T xv[kEntriesPerThread];
+        CK_UNROLL for (int i = 0; i < kEntriesPerThread; ++i) xv[i] = patch_pixel[entry_offset[i]];
+        CK_UNROLL for (int jj = 0; jj < kChannelsPerThread; ++jj) {
+          CK_UNROLL for (int i = 0; i < kEntriesPerThread; ++i) acc[jj][i] = dev::fma(dv[jj], xv[i], acc[jj][i]);
+        }
+      }
+    }
+  }
+  // Consecutive lanes store consecutive entries of one filter: coalesced.
+  CK_UNROLL for (int jj = 0; jj < kChannelsPerThread; ++jj) {
+    const int k = k0 + kt * kChannelsPerThread + jj;
+    if (k >= g.Kg) continue;
+    CK_UNROLL for (int i = 0; i < kEntriesPerThread; ++i) {
+      const int e = lane + i * t.entry_lanes;
+      if (e < entries && c0 * taps + e < g.Cg * taps)
+        dw[(static_cast<int64_t>(group * g.Kg + k) * g.Cg + c0) * taps + e] = acc[jj][i];
+    }
+  }
+}
+
 // ------------------------------ host side ------------------------------
 
 std::size_t shared_bytes(const RegisterTiles& t, std::size_t elem) {
@@ -203,18 +331,24 @@ int pixel_tile(int64_t plane) {
   return best;
 }
 
+// The input patch of one channel under `pixels` consecutive output pixels
+// starting anywhere in a row; false when it alone exceeds the shared memory.
+bool patch_extent(const ConvGeometry& g, int pixels, std::size_t elem, int* patch_h, int* patch_w) {
+  const int rows = std::min(g.P, (pixels - 1) / g.Q + 2);
+  const int64_t h = static_cast<int64_t>(rows - 1) * g.stride_h + static_cast<int64_t>(g.R - 1) * g.dilation_h + 1;
+  const int64_t w = static_cast<int64_t>(g.Q - 1) * g.stride_w + static_cast<int64_t>(g.S - 1) * g.dilation_w + 1;
+  if (h * w * static_cast<int64_t>(elem) > static_cast<int64_t>(kMaxSharedBytes)) return false;
+  *patch_h = static_cast<int>(h);
+  *patch_w = static_cast<int>(w);
+  return true;
+}
+
 // The largest channel chunk (8, 4, 2 or 1) whose tiles fit; chunk 0 when none does.
 RegisterTiles register_tiles(const ConvGeometry& g, std::size_t elem) {
   RegisterTiles t{};
   t.pixels = pixel_tile(static_cast<int64_t>(g.P) * g.Q);
   t.channel_groups = std::min(kMaxChannelGroups, ceil_div(g.Kg, kChannelsPerThread));
-  // Rows spanned by `pixels` consecutive pixels starting anywhere in a row.
-  const int rows = std::min(g.P, (t.pixels - 1) / g.Q + 2);
-  const int64_t patch_h = static_cast<int64_t>(rows - 1) * g.stride_h + static_cast<int64_t>(g.R - 1) * g.dilation_h + 1;
-  const int64_t patch_w = static_cast<int64_t>(g.Q - 1) * g.stride_w + static_cast<int64_t>(g.S - 1) * g.dilation_w + 1;
-  if (patch_h * patch_w * static_cast<int64_t>(elem) > static_cast<int64_t>(kMaxSharedBytes)) return t;
-  t.patch_h = static_cast<int>(patch_h);
-  t.patch_w = static_cast<int>(patch_w);
+  if (!patch_extent(g, t.pixels, elem, &t.patch_h, &t.patch_w)) return t;
   const int vec = static_cast<int>(16 / elem);
   t.filt_stride = t.channel_groups * kChannelsPerThread + 4;
   for (int chunk = 8; chunk >= 1; chunk /= 2) {
@@ -224,6 +358,34 @@ RegisterTiles register_tiles(const ConvGeometry& g, std::size_t elem) {
     if (shared_bytes(t, elem) <= kMaxSharedBytes) return t;
   }
   t.chunk = 0;
+  return t;
+}
+
+std::size_t weight_shared_bytes(const WeightTiles& t, std::size_t elem) {
+  return static_cast<std::size_t>(t.table_offset) * elem +
+         (static_cast<std::size_t>(t.patch_h) * t.patch_w + static_cast<std::size_t>(t.pixels)) * sizeof(int);
+}
+
+// The block's input channels: the most (up to 32) whose entries fit in 128
+// (one entry per 4 threads, so at most 32 threads per channel group), fewer
+// when the tiles would not fit; a filter of more than 128 taps takes one
+// channel (up to 256 taps). cb 0 when nothing fits.
+WeightTiles weight_tiles(const ConvGeometry& g, std::size_t elem) {
+  WeightTiles t{};
+  const int taps = g.R * g.S;
+  t.pixels = pixel_tile(static_cast<int64_t>(g.P) * g.Q);
+  t.channel_groups = std::min(kMaxChannelGroups, ceil_div(g.Kg, kChannelsPerThread));
+  t.dy_stride = t.channel_groups * kChannelsPerThread + 4;
+  if (taps > kMaxEntries || !patch_extent(g, t.pixels, elem, &t.patch_h, &t.patch_w)) return t;
+  t.patch_offset = t.pixels * t.dy_stride;
+  for (int cb = 32; cb >= 1; cb /= 2) {
+    if (cb > 1 && (cb * taps > kMaxEntries / 2 || cb / 2 >= g.Cg)) continue;
+    t.cb = cb;
+    t.entry_lanes = ceil_div(cb * taps, kEntriesPerThread);
+    t.table_offset = t.patch_offset + cb * t.patch_h * t.patch_w;
+    if (weight_shared_bytes(t, elem) <= kMaxSharedBytes) return t;
+  }
+  t.cb = 0;
   return t;
 }
 
@@ -254,6 +416,22 @@ ConvGeometry flipped_problem(const ConvGeometry& g) {
   return f;
 }
 
+std::string weights_cannot(const ConvGeometry& g, DType dtype) {
+  if (!is_floating(dtype)) return detail::concat("conv2d_direct v3: dtype ", dtype, " is not supported");
+  if (static_cast<int64_t>(g.H) * g.W > INT_MAX || static_cast<int64_t>(g.P) * g.Q > INT_MAX)
+    return "conv2d_direct v3 backward-weights: an image plane exceeds 2^31 - 1 elements";
+  if (g.R * g.S > kMaxEntries)
+    return detail::concat("conv2d_direct v3 backward-weights: a ", g.R, "x", g.S, " filter has more than ", kMaxEntries,
+                          " taps (one block holds at most ", kMaxEntries, " entries)");
+  if (g.groups > kMaxGridYZ)
+    return detail::concat("conv2d_direct v3 backward-weights: grid.y would exceed ", kMaxGridYZ, " (groups = ",
+                          g.groups, ")");
+  if (weight_tiles(g, dtype_size(dtype)).cb == 0)
+    return detail::concat("conv2d_direct v3 backward-weights: the input patch of one channel under a tile of whole "
+                          "output rows (", g.Q, " wide) exceeds ", kMaxSharedBytes, " bytes of shared memory");
+  return {};
+}
+
 template <bool kFlipped>
 void launch_register_tiled(DType dtype, const ConvGeometry& g, const void* in, const void* w, const void* b,
                            void* out) {
@@ -270,6 +448,26 @@ void launch_register_tiled(DType dtype, const ConvGeometry& g, const void* in, c
 }
 
 }  // namespace
+
+std::string direct_register_tiled_backward_weights_cannot(const ConvGeometry& g, DType dtype) {
+  return weights_cannot(g, dtype);
+}
+
+void launch_direct_register_tiled_backward_weights(DType dtype, const ConvGeometry& g, const void* x, const void* dy,
+                                                   void* dw) {
+  const std::string why = weights_cannot(g, dtype);
+  CK_CHECK(why.empty(), why);
+  dispatch_floating(dtype, "conv2d_direct v3 backward_weights", [&](auto tag) {
+    using T = decltype(tag);
+    const WeightTiles t = weight_tiles(g, sizeof(T));
+    const int block_channels = t.channel_groups * kChannelsPerThread;
+    const dim3 grid(static_cast<unsigned>(ceil_div(g.Kg, block_channels) * ceil_div(g.Cg, t.cb)),
+                    static_cast<unsigned>(g.groups));
+    launch(direct_v3_backward_weights<T>, grid, dim3(static_cast<unsigned>(t.entry_lanes * t.channel_groups)),
+           weight_shared_bytes(t, sizeof(T)), nullptr, g, t, static_cast<const T*>(x), static_cast<const T*>(dy),
+           static_cast<T*>(dw));
+  });
+}
 
 std::string direct_register_tiled_forward_cannot(const ConvGeometry& g, DType dtype) {
   return forward_cannot(g, dtype, "forward");
