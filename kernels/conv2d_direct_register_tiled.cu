@@ -20,13 +20,19 @@
 // (conv/correlation.h, backward_data_correlation): input dy, output dx, filter
 // tap(c, k, r, s) = w[k][c][R-1-r][S-1-s] within a group, padding
 // (R-1) dh - pad. The same kernel runs it with kFlipped, which changes only
-// how the filters are staged. At stride > 1 backward-data keeps v2's gather,
-// and backward-weights keeps v2's kernel: v3 has no kernel of its own for it.
+// how the filters are staged. At stride > 1 backward-data keeps v2's gather.
 //
-// Limits (direct_register_tiled_*_cannot; the launchers run v2 instead): the
-// staged patch spans whole output rows (patch_w = (Q-1) sw + (S-1) dw + 1), so
-// one channel's patch must fit in 48 KiB; H*W and P*Q must fit in int; grid.y
-// and grid.z stay within 65535.
+// Backward-weights has its own kernel, the same register tile turned around:
+// a thread owns 8 filters x 4 entries (c, r, s) of dw and sums over every
+// output pixel, reading 8 dy values as 16-byte loads and 4 patch values per
+// pixel (direct_v3_backward_weights below). Like v2 it does not split the
+// pixels across blocks, so a small filter bank leaves most of a GPU idle.
+//
+// Floors: those of conv2d_direct.cu's head. Limits (direct_register_tiled_*_cannot;
+// the launchers then run v2's kernels): the staged patch spans whole output
+// rows (patch_w = (Q-1) sw + (S-1) dw + 1), so one channel's patch must fit
+// in 48 KiB; H*W and P*Q must fit in int; grid.y and grid.z stay within
+// 65535; backward-weights takes filters of at most 256 taps (16x16).
 #include <algorithm>
 #include <climits>
 #include <string>
