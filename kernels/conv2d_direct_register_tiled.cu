@@ -447,7 +447,10 @@ void launch_register_tiled(DType dtype, const ConvGeometry& g, const void* in, c
     const int block_channels = t.channel_groups * kChannelsPerThread;
     const dim3 grid(static_cast<unsigned>(ceil_div(g.P * g.Q, t.pixels)),
                     static_cast<unsigned>(g.groups * ceil_div(g.Kg, block_channels)), static_cast<unsigned>(g.N));
-    const dim3 block(static_cast<unsigned>(t.pixels / kPixelsPerThread * t.channel_groups));
+    const int threads = t.pixels / kPixelsPerThread * t.channel_groups;
+    // More than __launch_bounds__ promised would fail the launch on a GPU.
+    CK_CHECK(threads <= kMaxThreads, "conv2d_direct v3: ", threads, " threads per block");
+    const dim3 block(static_cast<unsigned>(threads));
     launch(direct_v3_register_tiled<T, kFlipped>, grid, block, shared_bytes(t, sizeof(T)), nullptr, g, t,
            static_cast<const T*>(in), static_cast<const T*>(w), static_cast<const T*>(b), static_cast<T*>(out));
   });
@@ -469,7 +472,9 @@ void launch_direct_register_tiled_backward_weights(DType dtype, const ConvGeomet
     const int block_channels = t.channel_groups * kChannelsPerThread;
     const dim3 grid(static_cast<unsigned>(ceil_div(g.Kg, block_channels) * ceil_div(g.Cg, t.cb)),
                     static_cast<unsigned>(g.groups));
-    launch(direct_v3_backward_weights<T>, grid, dim3(static_cast<unsigned>(t.entry_lanes * t.channel_groups)),
+    const int threads = t.entry_lanes * t.channel_groups;
+    CK_CHECK(threads <= kMaxWeightThreads, "conv2d_direct v3 backward_weights: ", threads, " threads per block");
+    launch(direct_v3_backward_weights<T>, grid, dim3(static_cast<unsigned>(threads)),
            weight_shared_bytes(t, sizeof(T)), nullptr, g, t, static_cast<const T*>(x), static_cast<const T*>(dy),
            static_cast<T*>(dw));
   });
