@@ -20,11 +20,18 @@
 //       dy patch above it. Backward-weights: a block owns a kb x cb x R x S
 //       block of dw (one thread per element) and walks every 8x16 output tile
 //       of every image, staging the dy tile and the input patch.
+//   v3  an outer-product register tile (conv2d_direct_register_tiled.cu):
+//       4 pixels x 8 output channels per thread, 16-byte filter reads, index
+//       tables. Forward, backward-data at stride 1 as the forward of the
+//       flipped problem, and backward-weights (8 filters x 4 of its entries
+//       per thread); elsewhere (backward-data at stride > 1, tiles that do
+//       not fit) version 3 runs v2's kernels.
 #include <algorithm>
 #include <string>
 
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/conv2d_direct.cuh"
+#include "kernels/conv2d_direct_register_tiled.cuh"
 #include "kernels/device_math.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/tensor_view.cuh"
@@ -571,11 +578,13 @@ ConvGeometry conv_geometry(const Conv2dDesc& d) {
 
 int conv2d_direct_version() {
   static const bool registered = [] {
-    register_kernel_family({"conv2d_direct", 2, 2,
+    register_kernel_family({"conv2d_direct", 3, 3,
                             "v1 one thread per output element (y, dx or dw), operands read from global memory; "
                             "v2 shared-memory tiles: input patch + 8 filters per 8x16 output tile (forward), dy "
                             "patch + filters per dx tile (backward-data), dy tile + input patch per kb x cb x R x "
-                            "S block of dw (backward-weights)"});
+                            "S block of dw (backward-weights); "
+                            "v3 register tiles of 4 pixels x 8 channels per thread with 16-byte filter reads and index "
+                            "tables (all passes; backward-data at stride > 1 runs v2's kernel)"});
     return true;
   }();
   (void)registered;
@@ -588,8 +597,9 @@ bool conv2d_direct_can_implement(int version, const ConvGeometry& g, DType dtype
     return false;
   }
   if (version == 1) return true;
-  if (version == 2) return v2_limits(g, dtype, why);
-  if (why) *why = detail::concat("conv2d_direct: no version ", version, " (versions are 1 and 2)");
+  // Version 3 runs v2's kernels wherever its own do not fit, so it needs what v2 needs.
+  if (version == 2 || version == 3) return v2_limits(g, dtype, why);
+  if (why) *why = detail::concat("conv2d_direct: no version ", version, " (versions are 1 to 3)");
   return false;
 }
 
@@ -605,6 +615,10 @@ void launch_conv2d_direct_forward(int version, DType dtype, const ConvGeometry& 
     if (version == 1) {
       const LaunchShape s = grid_stride_shape(static_cast<int64_t>(g.N) * g.K * g.P * g.Q, 256, 65535);
       launch(direct_forward_v1<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, g, xt, wt, bt, yt);
+      return;
+    }
+    if (version == 3 && direct_register_tiled_forward_cannot(g, dtype).empty()) {
+      launch_direct_register_tiled_forward(dtype, g, x, w, b, y);
       return;
     }
     const DirectTiles t = forward_tiles(g, sizeof(T));
@@ -628,6 +642,10 @@ void launch_conv2d_direct_backward_data(int version, DType dtype, const ConvGeom
       launch(direct_backward_data_v1<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, g, dyt, wt, dxt);
       return;
     }
+    if (version == 3 && direct_register_tiled_backward_data_cannot(g, dtype).empty()) {
+      launch_direct_register_tiled_backward_data(dtype, g, dy, w, dx);
+      return;
+    }
     const DirectTiles t = backward_data_tiles(g, sizeof(T));
     const dim3 grid(static_cast<unsigned>(ceil_div(g.H, kTileRows) * ceil_div(g.W, kTileCols)),
                     static_cast<unsigned>(g.groups * ceil_div(g.Cg, kChannelBlock)), static_cast<unsigned>(g.N));
@@ -647,6 +665,10 @@ void launch_conv2d_direct_backward_weights(int version, DType dtype, const ConvG
     if (version == 1) {
       const LaunchShape s = grid_stride_shape(static_cast<int64_t>(g.K) * g.Cg * g.R * g.S, 256, 65535);
       launch(direct_backward_weights_v1<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, g, xt, dyt, dwt);
+      return;
+    }
+    if (version == 3 && direct_register_tiled_backward_weights_cannot(g, dtype).empty()) {
+      launch_direct_register_tiled_backward_weights(dtype, g, x, dy, dw);
       return;
     }
     const WeightTiles t = weight_tiles(g, sizeof(T));

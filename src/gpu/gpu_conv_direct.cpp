@@ -1,10 +1,12 @@
 // The direct convolution on the GPU (kernels/conv2d_direct.cu,
 // docs/gpu/conv2d_direct.md): no workspace, every descriptor.
 //
-// Version choice: the selected "conv2d_direct" version (default v2, the tiled
-// kernels). Where v2's tiles do not fit in shared memory (a huge dilation or
-// stride) or its grid would be too tall, the pass runs v1, which handles
-// every descriptor; that keeps the algorithm's promise of supporting them all.
+// Version choice: the selected "conv2d_direct" version (default v3, the
+// register-tiled kernels, which run v2's tiled kernels for the passes and
+// shapes they do not cover; kernels/conv2d_direct_register_tiled.cu). Where
+// v2's tiles do not fit in shared memory (a huge dilation or stride) or its
+// grid would be too tall, the pass runs v1, which handles every descriptor;
+// that keeps the algorithm's promise of supporting them all.
 #include <string>
 
 #include "gpu/gpu_conv_algorithm.h"

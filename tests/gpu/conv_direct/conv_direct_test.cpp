@@ -1,8 +1,9 @@
 // The GPU direct convolution (kernels/conv2d_direct.cu) under sim (and cuda, in the nvcc build): every
 // version, every pass, float32 and float64, on tests/cpu/conv's descriptors
 // (odd sizes, batch 1, stride, asymmetric padding, dilation, groups, C or K = 1,
-// 1x1 to 11x11 filters) plus a few that give v2 several channel chunks and
-// tiles; against the float64 reference and against v1.
+// 1x1 to 11x11 filters) plus a few that give v2 and v3 several channel chunks,
+// channel blocks and tiles, and two real layers; against the float64 reference
+// and against v1.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,6 +13,7 @@
 #include "convkit/sim/schedule.h"
 #include "gpu/gpu_conv_testing.h"
 #include "kernels/conv2d_direct.cuh"
+#include "kernels/conv2d_direct_register_tiled.cuh"
 
 namespace convkit::gpu_testing {
 namespace {
@@ -49,6 +51,24 @@ const std::vector<ConvCase>& cases() {
     c.push_back({"many_channels_groups_5x5_stride2", make(2, 18, 13, 21, 20, 5, 5, 2, 2, 2)});
     c.push_back({"many_channels_1x1", make(2, 33, 5, 9, 40, 1, 1, 0)});
     c.push_back({"large_image_7x7", make(1, 3, 23, 41, 10, 7, 7, 3)});
+    // v3: output channels over three blocks of 32 (the last partial), and
+    // channel counts off multiples of 8 with dilation 2 and groups.
+    c.push_back({"many_channels_over_32", make(1, 40, 7, 9, 70, 3, 3, 1)});
+    Conv2dDesc dilated = make(2, 12, 9, 13, 20, 3, 3, 2, 1, 2);
+    dilated.dilation_h = dilated.dilation_w = 2;
+    c.push_back({"many_channels_dilation2_groups", dilated});
+    return c;
+  }();
+  return all;
+}
+
+// Real layers at batch 1 (benchmarks/layer_sets.txt): cifar10-cnn conv4 and
+// resnet18-cifar layer2 (a 16x16 plane: v3's 128-pixel tile spans 8 rows).
+const std::vector<ConvCase>& real_layers() {
+  static const std::vector<ConvCase> all = [] {
+    std::vector<ConvCase> c;
+    c.push_back({"cifar10_cnn_conv4", make(1, 64, 15, 15, 64, 3, 3, 0)});
+    c.push_back({"resnet18_cifar_layer2", make(1, 128, 16, 16, 128, 3, 3, 1)});
     return c;
   }();
   return all;
@@ -84,21 +104,81 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<std::size_t, int
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, DirectCase,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2)),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2, 3)),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(Cases, DirectVersusV1,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2)),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 3)),
                          case_name);
 
-// A missing barrier can hide under one thread order; v2's tiles must be right
-// under every order the emulator offers.
+// v3 against the float64 reference and against v1, in float32.
+class DirectRealLayer : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(DirectRealLayer, Version3MatchesTheReferenceAndVersion1) {
+  const ConvCase& c = real_layers()[GetParam()];
+  expect_matches_reference<float>(c, 3);
+  expect_agrees_with_v1(direct(), ConvAlgo::direct, "conv2d_direct", 3, c.desc, c.name + " v3");
+}
+
+INSTANTIATE_TEST_SUITE_P(RealLayers, DirectRealLayer, ::testing::Range<std::size_t>(0, real_layers().size()),
+                         [](const ::testing::TestParamInfo<std::size_t>& info) { return real_layers()[info.param].name; });
+
+// The cases above test v3's own kernels, not v2's under its number: the
+// forward and backward-weights of every case and backward-data at stride 1
+// run v3's kernels.
+TEST(GpuConvDirect, Version3RunsItsOwnKernelWhereItShould) {
+  for (const ConvCase& c : cases()) {
+    const kernels::ConvGeometry g = kernels::conv_geometry(c.desc);
+    EXPECT_EQ(kernels::direct_register_tiled_forward_cannot(g, DType::float32), "") << c.name;
+    EXPECT_EQ(kernels::direct_register_tiled_forward_cannot(g, DType::float64), "") << c.name;
+    EXPECT_EQ(kernels::direct_register_tiled_backward_weights_cannot(g, DType::float32), "") << c.name;
+    EXPECT_EQ(kernels::direct_register_tiled_backward_weights_cannot(g, DType::float64), "") << c.name;
+    const std::string why = kernels::direct_register_tiled_backward_data_cannot(g, DType::float64);
+    if (c.desc.stride_h == 1 && c.desc.stride_w == 1) {
+      EXPECT_EQ(why, "") << c.name;
+    } else {
+      EXPECT_NE(why.find("stride"), std::string::npos) << c.name << ": " << why;
+    }
+  }
+}
+
+// A plane too wide for v3's whole-row patch: version 3 runs v2's kernels.
+// (A filter of more than 256 taps does so for backward-weights.)
+TEST(GpuConvDirect, Version3FallsBackToVersion2OnAWideImage) {
+  const Conv2dDesc d = make(1, 2, 3, 4000, 3, 3, 3, 1);
+  const kernels::ConvGeometry g = kernels::conv_geometry(d);
+  const std::string why = kernels::direct_register_tiled_forward_cannot(g, DType::float32);
+  EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
+  EXPECT_NE(kernels::direct_register_tiled_backward_data_cannot(g, DType::float32).find("shared memory"),
+            std::string::npos);
+  EXPECT_NE(kernels::direct_register_tiled_backward_weights_cannot(g, DType::float32).find("shared memory"),
+            std::string::npos);
+  EXPECT_TRUE(kernels::conv2d_direct_can_implement(3, g, DType::float32, nullptr));
+  const TensorOptions on_device = TensorOptions().device(kernel_device());
+  const Tensor x = ones({x_size(d)}, on_device), w = ones({w_size(d)}, on_device);
+  const Tensor y = empty({y_size(d)}, on_device);
+  try {
+    kernels::launch_direct_register_tiled_forward(DType::float32, g, x.raw_data(), w.raw_data(), nullptr,
+                                                  y.raw_data());
+    ADD_FAILURE() << "v3's kernel launched a descriptor it cannot implement";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
+  }
+  expect_matches_reference<float>(ConvCase{"wide_image", d}, 3);  // runs v2
+}
+
+// A missing barrier can hide under one thread order; v2's and v3's tiles must
+// be right under every order the emulator offers.
 #if !defined(__CUDACC__)  // thread orders are sim's to choose
-TEST(GpuConvDirect, TiledVersionIsRightUnderEveryThreadOrder) {
+TEST(GpuConvDirect, TiledVersionsAreRightUnderEveryThreadOrder) {
   for (const char* order : {"reverse", "random:11"}) {
     sim::ScopedSchedule schedule(sim::Schedule::parse(order));
-    for (const char* name : {"many_channels_groups_5x5_stride2", "stride_dilation_groups", "kernel7x7"}) {
+    for (const char* name : {"many_channels_groups_5x5_stride2", "stride_dilation_groups", "kernel7x7",
+                             "many_channels_dilation2_groups"}) {
       for (const ConvCase& c : cases())
-        if (c.name == name) expect_matches_reference<float>(c, 2);
+        if (c.name == name) {
+          expect_matches_reference<float>(c, 2);
+          expect_matches_reference<float>(c, 3);
+        }
     }
   }
 }
@@ -142,8 +222,8 @@ TEST(GpuConvDirect, NonFloatingDtypeIsRejectedByName) {
   std::string why;
   EXPECT_FALSE(kernels::conv2d_direct_can_implement(1, g, DType::int64, &why));
   EXPECT_NE(why.find("int64"), std::string::npos) << why;
-  EXPECT_FALSE(kernels::conv2d_direct_can_implement(3, g, DType::float32, &why));
-  EXPECT_NE(why.find("version 3"), std::string::npos) << why;
+  EXPECT_FALSE(kernels::conv2d_direct_can_implement(4, g, DType::float32, &why));
+  EXPECT_NE(why.find("version 4"), std::string::npos) << why;
 }
 
 }  // namespace
