@@ -77,7 +77,8 @@
 //      second kernel adds the slices in slice order (im2col.cu's
 //      sum_slices). The partition depends only on the descriptor and dtype,
 //      so the bits are the same on every run and every GPU.
-// v4 staged (the default; kernels/conv2d_implicit_gemm_staged.cuh): v3's
+// v4 staged (kernels/conv2d_implicit_gemm_staged.cuh; not yet the default,
+//    see below): v3's
 //    tiles and inner loop, but no gathers from global memory. Per K-step the
 //    image rows the tile's positions reach (one contiguous run per channel)
 //    and the A rows are copied to shared memory with cp.async in aligned
@@ -87,6 +88,10 @@
 //    are contiguous runs of just its taps. Where v4 cannot run (a plane or
 //    stride phase under 32 positions, a patch over its shared memory, no
 //    workspace for the transposed filter) the algorithm runs v3.
+//    Version 3 stays the default until a GPU says otherwise: the sim
+//    model puts v4 at 0.99-1.12x v3's time (less DRAM traffic, more shared
+//    memory traffic, a slower phase transpose), and what v4 should win,
+//    latency, only a GPU run measures (docs/algorithms/im2col_gemm.md).
 //
 // Indices are 32-bit: the launcher refuses a descriptor whose tensors have
 // 2^31 elements or more (the explicit path then runs it).
@@ -553,7 +558,7 @@ void run_problem(const Problem& pb, int groups, int version, Split split = {}) {
 void register_conv2d_implicit_gemm_family() {
   static const bool registered = [] {
     register_kernel_family(
-        {"conv2d_implicit_gemm", kVersions, kImplicitGemmStagedVersion,
+        {"conv2d_implicit_gemm", kVersions, kImplicitGemmTiledVersion,
          "v1 explicit: im2col writes the column matrix, the gemm family multiplies (every descriptor)\n"
          "v2 implicit simple: one thread per output, the K loop gathering its column entries from x or dy\n"
          "v3 implicit tiled: 64x64x32 tiles gathered into shared memory, 4x4 outputs per thread, "

@@ -12,10 +12,10 @@
 //     (kernels/im2col.cu, kernels/gemm.cu); the twin, runs every descriptor
 //   2 implicit, simple: one thread per output element, the K loop gathering
 //     the column entries it needs on the fly
-//   3 implicit, tiled: 64x64 tiles staged through shared memory by
-//     gathering loaders, 4x4 outputs per thread, split-K for the weight
-//     gradient; what runs a descriptor version 4 cannot
-//   4 implicit, staged (the default): version 3's tiles, the image patch
+//   3 implicit, tiled (the default): 64x64 tiles staged through shared
+//     memory by gathering loaders, 4x4 outputs per thread, split-K for the
+//     weight gradient; also what runs a descriptor version 4 cannot
+//   4 implicit, staged: version 3's tiles, the image patch
 //     and the A rows copied to shared memory as aligned row-contiguous runs,
 //     im2col formed from there (kernels/conv2d_implicit_gemm_staged.cuh)
 #include <cstddef>

@@ -26,7 +26,7 @@
 // fixed by the descriptor, so results are deterministic.
 //
 // All of that is the explicit path, version 1 of the conv2d_implicit_gemm
-// family. Versions 2, 3 and 4 (the default; 3 where 4 cannot) run each pass
+// family. Versions 2, 3 (the default) and 4 (3 where 4 cannot) run each pass
 // as one implicit GEMM per group (kernels/conv2d_implicit_gemm.cuh): no column matrix, no chunks,
 // the batch folded into the product, and a workspace of at most the split-K
 // partials of backward-weights (or backward-data's transposed filter). A
@@ -101,7 +101,7 @@ std::int64_t plan_chunk(const Conv2dDesc& d, ConvPass pass, std::size_t elem) {
 
 
 // The implicit version that runs `d` in `dtype` (2, 3 or 4), or 0 for the
-// explicit path: the family's choice when it can; version 4 (the default)
+// explicit path: the family's choice when it can; version 4
 // hands what it cannot run to version 3.
 int implicit_version(const Conv2dDesc& d, DType dtype) {
   register_conv2d_implicit_gemm_family();
