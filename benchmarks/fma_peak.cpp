@@ -210,8 +210,12 @@ const std::map<std::string, std::string> kFlags = {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::Flags::print_help_if_requested(argc, argv, kFlags,
-                                        "this machine's FP32 multiply-add peak per ISA path, one thread and all");
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::printf("%s: this machine's FP32 multiply-add peak per ISA path, one thread and all\n\nflags:\n", argv[0]);
+      for (const auto& [name, help] : kFlags) std::printf("  --%-10s %s\n", name.c_str(), help.c_str());
+      return 0;
+    }
   try {
     const bench::Flags flags(argc, argv, kFlags);
     const CpuIsa best = cpu::best_cpu_isa();
