@@ -40,6 +40,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <type_traits>
 
 #include "suite_support.h"
 #include "conv_check.h"
@@ -64,7 +65,7 @@ struct ConvCase {
   ConvPass pass = ConvPass::forward;
   std::size_t rotate_bytes = 0;
   bool check = true;
-  std::string baseline;  // "cudnn" or "onednn": that library instead of `algo`
+  std::string baseline;  // "cudnn", "onednn" or "onednn-blocked": that library instead of `algo`
 };
 
 const char* pass_short_name(ConvPass pass) {
@@ -134,13 +135,18 @@ struct Operands {
   }
 };
 
-// One way to run the pass: one of our algorithms, or the cuDNN baseline.
+// One way to run the pass: one of our algorithms, or a vendor baseline.
 struct Runner {
   std::string name;              // first word of the label
+  std::string detail;            // more label words, e.g. the layouts a baseline works in
   std::size_t workspace_bytes = 0;
   ConvAlgo check_as = ConvAlgo::direct;  // which error bound the check applies (conv_check.h)
   bool heuristic = false;
   std::function<void(const Operands&, const Tensor& workspace)> run;
+  // Untimed, for a runner with its own copies of the operands (oneDNN's
+  // blocked layouts): `stage` makes them for an operand copy before any
+  // pass, `export_output` writes a pass's result back into op.out for the check.
+  std::function<void(const Operands&)> stage, export_output;
 };
 
 Runner our_algorithm(Backend& backend, const ConvCase& c) {
@@ -167,6 +173,15 @@ Runner baseline_runner(const ConvCase& c, std::shared_ptr<const Library> conv) {
   Runner r;
   r.name = c.baseline + ":" + conv->algo_name();
   r.workspace_bytes = conv->workspace_bytes();
+  if constexpr (std::is_same_v<Library, OnednnConv>) {
+    r.detail = "layouts=" + conv->layouts();
+    r.stage = [conv, c](const Operands& op) {
+      const Tensor& a = c.pass == ConvPass::backward_data ? op.dy : op.x;
+      const Tensor& b = c.pass == ConvPass::backward_weights ? op.dy : op.w;
+      conv->stage(a.raw_data(), b.raw_data(), op.out.raw_data());
+    };
+    r.export_output = [conv](const Operands& op) { conv->export_output(op.out.raw_data()); };
+  }
   r.check_as = ConvAlgo::fft;  // the library may pick an FFT or Winograd algorithm: the norm-wise bound
   auto raw = [](const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; };
   r.run = [conv, c, raw](const Operands& op, const Tensor& ws) {
@@ -192,11 +207,14 @@ void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, con
   const int rotation = timing_meaningful(c.device) ? rotation_count(copies[0]->bytes(), c.rotate_bytes) : 1;
   while (static_cast<int>(copies.size()) < rotation)
     copies.push_back(std::make_unique<Operands>(c.desc, c.pass, c.device));
+  if (runner.stage)
+    for (const auto& copy : copies) runner.stage(*copy);
 
   double max_rel_error = -1;  // -1: not checked
   if (c.check) {
     runner.run(*copies[0], workspace);
     backend.synchronize();
+    if (runner.export_output) runner.export_output(*copies[0]);
     const CheckResult check = check_conv_pass(c.desc, runner.check_as, c.pass, copies[0]->to_host());
     if (!check.ok()) {
       std::ostringstream os;
@@ -241,6 +259,7 @@ void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, con
   state.counters["flop_per_byte"] = flops / static_cast<double>(floor_bytes);
   state.counters["heuristic"] = runner.heuristic ? 1 : 0;
   std::string label = runner.name + " " + geometry(c.desc, c.count) + " rotation=" + std::to_string(rotation);
+  if (!runner.detail.empty()) label += " " + runner.detail;
   if (!timing_meaningful(c.device)) label += std::string(" | ") + kSimLabel;
   state.SetLabel(label);
 }
@@ -248,16 +267,24 @@ void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, con
 void run_conv(benchmark::State& state, const ConvCase& c) {
   try {
     Backend& backend = backend_for(c.device);
-    if (c.baseline == "cudnn" || c.baseline == "onednn") {
-      const std::string why = c.baseline == "cudnn" ? CudnnConv::unsupported_reason(c.desc)
-                                                    : OnednnConv::unsupported_reason(c.desc);
+    if (c.baseline == "cudnn") {
+      const std::string why = CudnnConv::unsupported_reason(c.desc);
       if (!why.empty()) {
         state.SkipWithError(("unsupported: " + why).c_str());
         return;
       }
+      time_pass(state, c, backend, baseline_runner(c, std::make_shared<const CudnnConv>(c.desc, c.pass)));
+      return;
+    }
+    if (!c.baseline.empty()) {
+      const std::string why = OnednnConv::unsupported_reason(c.desc);
+      if (!why.empty()) {
+        state.SkipWithError(("unsupported: " + why).c_str());
+        return;
+      }
+      const OnednnLayout layout = c.baseline == "onednn-blocked" ? OnednnLayout::blocked : OnednnLayout::plain;
       time_pass(state, c, backend,
-                c.baseline == "cudnn" ? baseline_runner(c, std::make_shared<const CudnnConv>(c.desc, c.pass))
-                                      : baseline_runner(c, std::make_shared<const OnednnConv>(c.desc, c.pass)));
+                baseline_runner(c, std::make_shared<const OnednnConv>(c.desc, c.pass, layout)));
       return;
     }
     const Support support = backend.conv2d_supports(c.algo, c.desc);
@@ -351,9 +378,10 @@ const std::map<std::string, std::string> kFlags = {
     {"batch-scale", "multiply every batch by this, rounding, at least 1 (default 1)"},
     {"max-batch", "cap every batch at this (default: no cap)"},
     {"devices", "comma-separated devices: cpu, sim, cuda[:N] (default cpu and every usable cuda)"},
-    {"algos", "comma-separated algorithms, cudnn for the cuDNN baseline on cuda devices and onednn for "
-              "the oneDNN baseline on the cpu (default " + conv_algo_names(false, ",") + ", plus cudnn and "
-              "onednn when built with them)"},
+    {"algos", "comma-separated algorithms, cudnn for the cuDNN baseline on cuda devices, onednn (plain NCHW) "
+              "and onednn-blocked (the layouts oneDNN chooses, reordered outside the timed region) for the "
+              "oneDNN baselines on the cpu (default " + conv_algo_names(false, ",") + ", plus cudnn, onednn "
+              "and onednn-blocked when built with them)"},
     {"passes", "comma-separated passes: fwd, bwd-data, bwd-weights (default all three)"},
     {"rotate-mib", "operand copies to cycle through, in MiB, so the caches start cold (default 64)"},
     {"check", "check each result against the float64 reference before timing (default true)"},
@@ -391,16 +419,20 @@ int main(int argc, char** argv) {
     std::vector<std::string> default_algos;
     for (const ConvAlgoInfo& info : kConvAlgorithms) default_algos.emplace_back(info.name);
     if (CudnnConv::available()) default_algos.push_back("cudnn");
-    if (OnednnConv::available()) default_algos.push_back("onednn");
+    if (OnednnConv::available()) {
+      default_algos.push_back("onednn");
+      default_algos.push_back("onednn-blocked");
+    }
     std::vector<ConvAlgo> algos;
-    bool cudnn = false, onednn = false;
+    std::vector<std::string> cuda_baselines, cpu_baselines;
     for (const std::string& a : flags.get_list("algos", default_algos)) {
       if (a == "cudnn") {
         CK_CHECK(CudnnConv::available(), "--algos=cudnn: this build has no cuDNN (it needs the cuda backend)");
-        cudnn = true;
-      } else if (a == "onednn") {
-        CK_CHECK(OnednnConv::available(), "--algos=onednn: this build has no oneDNN (install libdnnl-dev and reconfigure)");
-        onednn = true;
+        cuda_baselines.push_back(a);
+      } else if (a == "onednn" || a == "onednn-blocked") {
+        CK_CHECK(OnednnConv::available(), "--algos=", a,
+                 ": this build has no oneDNN (install libdnnl-dev and reconfigure)");
+        cpu_baselines.push_back(a);
       } else {
         algos.push_back(parse_conv_algo(a));
       }
@@ -428,16 +460,16 @@ int main(int argc, char** argv) {
         if (!layer_filter.empty() &&
             std::find(layer_filter.begin(), layer_filter.end(), entry.name) == layer_filter.end())
           continue;
-        for (const Device& device : devices)
-          for (int a = 0; a < static_cast<int>(algos.size()) + 1; ++a)
+        for (const Device& device : devices) {
+          // The last rounds are the vendor baselines: cuDNN on cuda devices, oneDNN on the cpu.
+          const std::vector<std::string>& libraries = device.type == DeviceType::cuda  ? cuda_baselines
+                                                      : device.type == DeviceType::cpu ? cpu_baselines
+                                                                                       : std::vector<std::string>{};
+          for (std::size_t a = 0; a < algos.size() + libraries.size(); ++a)
             for (ConvPass pass : passes) {
-              // The last round is the vendor baseline: cuDNN on cuda devices, oneDNN on the cpu.
-              const bool baseline = a == static_cast<int>(algos.size());
-              const std::string library = device.type == DeviceType::cuda ? (cudnn ? "cudnn" : "")
-                                          : device.type == DeviceType::cpu ? (onednn ? "onednn" : "")
-                                                                           : "";
-              if (baseline && library.empty()) continue;
-              const ConvAlgo algo = baseline ? ConvAlgo::automatic : algos[static_cast<std::size_t>(a)];
+              const bool baseline = a >= algos.size();
+              const std::string library = baseline ? libraries[a - algos.size()] : "";
+              const ConvAlgo algo = baseline ? ConvAlgo::automatic : algos[a];
               ConvCase c;
               c.set = set.name;
               c.layer = entry.name;
@@ -462,6 +494,7 @@ int main(int argc, char** argv) {
               else b->UseRealTime();
               if (!timing_meaningful(device)) b->Iterations(1);
             }
+        }
       }
     }
     if (sim_profile) {

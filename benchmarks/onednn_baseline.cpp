@@ -5,7 +5,11 @@
 #ifdef CONVKIT_BENCH_ONEDNN
 #include <dnnl.hpp>
 
+#include <algorithm>
+#include <cstring>
+#include <numeric>
 #include <unordered_map>
+#include <vector>
 #endif
 
 namespace convkit::bench {
@@ -25,39 +29,81 @@ dnnl::engine& engine() {
   return e;
 }
 
-// Conv2dDesc's tensors as plain oneDNN memory descriptors. Grouped weights
-// are [G, K/G, C/G, R, S], which is convkit's [K, C/G, R, S] in memory.
+// Conv2dDesc's tensors as oneDNN memory descriptors: plain, or `any` for the
+// primitive to choose. Grouped weights are [G, K/G, C/G, R, S], which is
+// convkit's [K, C/G, R, S] in memory. The bias stays plain either way (a
+// vector has no other layout).
 struct Mds {
   memory::desc src, weights, bias, dst;
   memory::dims strides, dilates, pad_l, pad_r;
-  explicit Mds(const Conv2dDesc& d)
-      : src({d.N, d.C, d.H, d.W}, dt::f32, tag::nchw),
-        weights(d.groups == 1 ? memory::desc({d.K, d.C_per_group(), d.R, d.S}, dt::f32, tag::oihw)
+  Mds(const Conv2dDesc& d, bool any)
+      : src({d.N, d.C, d.H, d.W}, dt::f32, any ? tag::any : tag::nchw),
+        weights(d.groups == 1 ? memory::desc({d.K, d.C_per_group(), d.R, d.S}, dt::f32, any ? tag::any : tag::oihw)
                               : memory::desc({d.groups, d.K_per_group(), d.C_per_group(), d.R, d.S}, dt::f32,
-                                             tag::goihw)),
+                                             any ? tag::any : tag::goihw)),
         bias({d.K}, dt::f32, tag::x),
-        dst({d.N, d.K, d.P(), d.Q()}, dt::f32, tag::nchw),
+        dst({d.N, d.K, d.P(), d.Q()}, dt::f32, any ? tag::any : tag::nchw),
         strides{d.stride_h, d.stride_w},
         dilates{d.dilation_h - 1, d.dilation_w - 1},  // oneDNN counts the gaps
         pad_l{d.pad_top, d.pad_left},
         pad_r{d.pad_bottom, d.pad_right} {}
 };
 
+// A layout in oneDNN's own notation: the dimensions outermost first (a, b, ...
+// in the tensor's logical order, upper case when split into blocks), then the
+// inner blocks, so nchw is abcd and nChw8c is aBcd8b.
+std::string notation(const memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  if (d.format_kind != dnnl_blocked) return "opaque";
+  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+  std::vector<int> order(static_cast<std::size_t>(d.ndims));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&b](int x, int y) { return b.strides[x] > b.strides[y]; });
+  std::string s;
+  for (int dim : order) {
+    const bool blocked = std::find(b.inner_idxs, b.inner_idxs + b.inner_nblks, dim) != b.inner_idxs + b.inner_nblks;
+    s += static_cast<char>((blocked ? 'A' : 'a') + dim);
+  }
+  for (int i = 0; i < b.inner_nblks; ++i) s += std::to_string(b.inner_blks[i]) + static_cast<char>('a' + b.inner_idxs[i]);
+  return s;
+}
+
+// One tensor the pass reads (a, b) or writes (out): its argument, its plain
+// descriptor and the one the primitive works in.
+struct Role {
+  int arg = 0;
+  const char* name = "";
+  memory::desc user, primitive;
+};
+
 }  // namespace
 
 struct OnednnConv::State {
-  Mds md;
+  Mds plain, chosen;
   ConvPass pass;
+  OnednnLayout layout;
   dnnl::primitive primitive;
   memory::desc scratchpad;
-  explicit State(const Conv2dDesc& d, ConvPass p) : md(d), pass(p) {}
+  Role a, b, out;
+  // Blocked: the staged copy of each user tensor, by its address.
+  std::unordered_map<const void*, memory> staged;
+  State(const Conv2dDesc& d, ConvPass p, OnednnLayout l)
+      : plain(d, false), chosen(d, l == OnednnLayout::blocked), pass(p), layout(l) {}
+
+  memory staged_copy(const void* user) const {
+    const auto it = staged.find(user);
+    CK_CHECK(it != staged.end(), "oneDNN baseline: blocked run on a tensor that was not staged");
+    return it->second;
+  }
 };
 
 bool OnednnConv::available() { return true; }
 
-OnednnConv::OnednnConv(const Conv2dDesc& d, ConvPass pass) : state_(std::make_unique<State>(d, pass)) {
+OnednnConv::OnednnConv(const Conv2dDesc& d, ConvPass pass, OnednnLayout layout)
+    : state_(std::make_unique<State>(d, pass, layout)) {
   try {
-    const Mds& m = state_->md;
+    State& st = *state_;
+    const Mds& m = st.chosen;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     const auto algorithm = dnnl::algorithm::convolution_direct;
@@ -68,18 +114,24 @@ OnednnConv::OnednnConv(const Conv2dDesc& d, ConvPass pass) : state_(std::make_un
         attr, engine());
     switch (pass) {
       case ConvPass::forward:
-        state_->primitive = dnnl::convolution_forward(fwd);
-        state_->scratchpad = fwd.scratchpad_desc();
+        st.primitive = dnnl::convolution_forward(fwd);
+        st.scratchpad = fwd.scratchpad_desc();
         algo_name_ = fwd.impl_info_str();
+        st.a = {DNNL_ARG_SRC, "src", st.plain.src, fwd.src_desc()};
+        st.b = {DNNL_ARG_WEIGHTS, "weights", st.plain.weights, fwd.weights_desc()};
+        st.out = {DNNL_ARG_DST, "dst", st.plain.dst, fwd.dst_desc()};
         break;
       case ConvPass::backward_data: {
         const dnnl::convolution_backward_data::primitive_desc pd(
             dnnl::convolution_backward_data::desc(algorithm, m.src, m.weights, m.dst, m.strides, m.dilates,
                                                   m.pad_l, m.pad_r),
             attr, engine(), fwd);
-        state_->primitive = dnnl::convolution_backward_data(pd);
-        state_->scratchpad = pd.scratchpad_desc();
+        st.primitive = dnnl::convolution_backward_data(pd);
+        st.scratchpad = pd.scratchpad_desc();
         algo_name_ = pd.impl_info_str();
+        st.a = {DNNL_ARG_DIFF_DST, "diff_dst", st.plain.dst, pd.diff_dst_desc()};
+        st.b = {DNNL_ARG_WEIGHTS, "weights", st.plain.weights, pd.weights_desc()};
+        st.out = {DNNL_ARG_DIFF_SRC, "diff_src", st.plain.src, pd.diff_src_desc()};
         break;
       }
       case ConvPass::backward_weights: {
@@ -87,13 +139,20 @@ OnednnConv::OnednnConv(const Conv2dDesc& d, ConvPass pass) : state_(std::make_un
             dnnl::convolution_backward_weights::desc(algorithm, m.src, m.weights, m.bias, m.dst, m.strides,
                                                      m.dilates, m.pad_l, m.pad_r),
             attr, engine(), fwd);
-        state_->primitive = dnnl::convolution_backward_weights(pd);
-        state_->scratchpad = pd.scratchpad_desc();
+        st.primitive = dnnl::convolution_backward_weights(pd);
+        st.scratchpad = pd.scratchpad_desc();
         algo_name_ = pd.impl_info_str();
+        st.a = {DNNL_ARG_SRC, "src", st.plain.src, pd.src_desc()};
+        st.b = {DNNL_ARG_DIFF_DST, "diff_dst", st.plain.dst, pd.diff_dst_desc()};
+        st.out = {DNNL_ARG_DIFF_WEIGHTS, "diff_weights", st.plain.weights, pd.diff_weights_desc()};
         break;
       }
     }
-    workspace_bytes_ = state_->scratchpad.get_size();
+    workspace_bytes_ = st.scratchpad.get_size();
+    for (const Role* r : {&st.a, &st.b, &st.out}) {
+      if (!layouts_.empty()) layouts_ += ',';
+      layouts_.append(r->name).append(":").append(notation(r->primitive));
+    }
   } catch (const dnnl::error& e) {
     CK_FAIL("oneDNN baseline: no primitive for ", d.str(), ": ", e.what());
   }
@@ -101,28 +160,50 @@ OnednnConv::OnednnConv(const Conv2dDesc& d, ConvPass pass) : state_(std::make_un
 
 OnednnConv::~OnednnConv() = default;
 
+void OnednnConv::stage(const void* a, const void* b, void* out) const {
+  State& st = *state_;
+  if (st.layout == OnednnLayout::plain) return;
+  dnnl::stream s(engine());
+  for (const auto& [role, user] : {std::pair{&st.a, a}, std::pair{&st.b, b}}) {
+    memory from(role->user, engine(), const_cast<void*>(user));
+    memory to(role->primitive, engine());
+    dnnl::reorder(from, to).execute(s, from, to);
+    st.staged.insert_or_assign(user, to);
+  }
+  memory result(st.out.primitive, engine());
+  // Written once here so that no timed pass pays for first-touch page faults.
+  std::memset(result.get_data_handle(), 0, st.out.primitive.get_size());
+  st.staged.insert_or_assign(out, result);
+  s.wait();
+}
+
+void OnednnConv::export_output(void* out) const {
+  const State& st = *state_;
+  if (st.layout == OnednnLayout::plain) return;
+  memory from = st.staged_copy(out);
+  memory to(st.out.user, engine(), out);
+  dnnl::stream s(engine());
+  dnnl::reorder(from, to).execute(s, from, to);
+  s.wait();
+}
+
 void OnednnConv::run(const void* a, const void* b, const void* bias, void* out, void* bias_out,
                      void* workspace) const {
-  const Mds& m = state_->md;
-  auto mem = [](const memory::desc& md, const void* p) { return memory(md, engine(), const_cast<void*>(p)); };
-  std::unordered_map<int, memory> args{{DNNL_ARG_SCRATCHPAD, mem(state_->scratchpad, workspace)}};
-  switch (state_->pass) {
-    case ConvPass::forward:
-      args.insert({{DNNL_ARG_SRC, mem(m.src, a)}, {DNNL_ARG_WEIGHTS, mem(m.weights, b)}, {DNNL_ARG_DST, mem(m.dst, out)}});
-      if (bias != nullptr) args.insert({DNNL_ARG_BIAS, mem(m.bias, bias)});
-      break;
-    case ConvPass::backward_data:
-      args.insert({{DNNL_ARG_DIFF_DST, mem(m.dst, a)}, {DNNL_ARG_WEIGHTS, mem(m.weights, b)},
-                   {DNNL_ARG_DIFF_SRC, mem(m.src, out)}});
-      break;
-    case ConvPass::backward_weights:
-      args.insert({{DNNL_ARG_SRC, mem(m.src, a)}, {DNNL_ARG_DIFF_DST, mem(m.dst, b)},
-                   {DNNL_ARG_DIFF_WEIGHTS, mem(m.weights, out)}});
-      if (bias_out != nullptr) args.insert({DNNL_ARG_DIFF_BIAS, mem(m.bias, bias_out)});
-      break;
-  }
+  const State& st = *state_;
+  const bool blocked = st.layout == OnednnLayout::blocked;
+  auto tensor = [&st, blocked](const Role& role, const void* p) {
+    return blocked ? st.staged_copy(p) : memory(role.user, engine(), const_cast<void*>(p));
+  };
+  auto plain = [](const memory::desc& md, const void* p) { return memory(md, engine(), const_cast<void*>(p)); };
+  std::unordered_map<int, memory> args{{DNNL_ARG_SCRATCHPAD, plain(st.scratchpad, workspace)},
+                                       {st.a.arg, tensor(st.a, a)},
+                                       {st.b.arg, tensor(st.b, b)},
+                                       {st.out.arg, tensor(st.out, out)}};
+  if (st.pass == ConvPass::forward && bias != nullptr) args.insert({DNNL_ARG_BIAS, plain(st.plain.bias, bias)});
+  if (st.pass == ConvPass::backward_weights && bias_out != nullptr)
+    args.insert({DNNL_ARG_DIFF_BIAS, plain(st.plain.bias, bias_out)});
   dnnl::stream s(engine());
-  state_->primitive.execute(s, args);
+  st.primitive.execute(s, args);
   s.wait();
 }
 
@@ -130,11 +211,13 @@ void OnednnConv::run(const void* a, const void* b, const void* bias, void* out, 
 
 struct OnednnConv::State {};
 bool OnednnConv::available() { return false; }
-OnednnConv::OnednnConv(const Conv2dDesc&, ConvPass) {
+OnednnConv::OnednnConv(const Conv2dDesc&, ConvPass, OnednnLayout) {
   CK_FAIL("oneDNN baseline: this build has no oneDNN (install libdnnl-dev and reconfigure)");
 }
 OnednnConv::~OnednnConv() = default;
 void OnednnConv::run(const void*, const void*, const void*, void*, void*, void*) const {}
+void OnednnConv::stage(const void*, const void*, void*) const {}
+void OnednnConv::export_output(void*) const {}
 
 #endif
 

@@ -4,7 +4,7 @@
 // every iteration; without a cache each one costs a cudaMalloc (which
 // synchronises the device) on cuda, and on the cpu an mmap plus a page fault
 // per 4 KiB page, because glibc hands blocks that large straight back to the
-// kernel (7-17% of a cifar10-cnn step on 2 cores, docs/performance.md).
+// kernel (7-17% of a cifar10-cnn step on 2 cores, docs/performance-log.md).
 //
 // Blocks smaller than `min_cached` bytes are not kept (the raw allocator
 // serves those well); at most `max_cached` bytes are kept, and a block freed

@@ -36,7 +36,7 @@ std::string cpu_model() {
 // Debian's are) give only to memory that asks. A 4 KiB page per
 // activation plane meant a TLB miss for nearly every plane the winograd
 // transforms and batch norm's passes stepped to; with 2 MiB pages a
-// cifar10-cnn-bn step at batch 128 ran 1.5-7% faster (docs/performance.md,
+// cifar10-cnn-bn step at batch 128 ran 1.5-7% faster (docs/performance-log.md,
 // step 30). Where the kernel gives no huge pages the hint does nothing.
 void* aligned_allocate_or_null(std::size_t nbytes) {
   constexpr std::size_t kAlign = 64, kHugePage = std::size_t{2} << 20;
@@ -57,7 +57,7 @@ void aligned_free(void* p) { std::free(p); }
 // the kernel on free, and a training step would page-fault them all in
 // again every iteration. With 1 MiB as the floor, the pooled activations and
 // dropout masks at batch 32 (0.5-0.9 MB) still cost 118-342 page faults per
-// step (docs/performance.md, step 22). Under AddressSanitizer every block
+// step (docs/performance-log.md, step 22). Under AddressSanitizer every block
 // comes straight from aligned_alloc, so that a use after free or a read past
 // the requested size is still caught.
 // GCC defines __SANITIZE_ADDRESS__; clang only answers __has_feature.

@@ -57,7 +57,7 @@ std::pair<double, double> gradient_sums(const T* g, const T* x, std::int64_t n, 
 // order, each thread streaming one contiguous part of the tensor: a channel
 // per task, as before, read N planes of a few KB, C * S values apart, which
 // the prefetchers follow badly (the reductions ran at half the bandwidth of
-// the elementwise passes; docs/performance.md, step 31). Adding the planes'
+// the elementwise passes; docs/performance-log.md, step 31). Adding the planes'
 // sums in image order afterwards keeps the totals those of a sequential loop
 // over the images, whatever the thread count.
 template <typename PlaneSums>

@@ -80,7 +80,7 @@ void max_pool2d_generic(const T* xp, T* yp, std::int64_t* ap, const PoolGeometry
 // row pair with no bounds arithmetic. The same comparisons in the same order
 // as the generic loop, so values, argmax and NaN handling are identical. The
 // gain (3x) comes from the loop vectorising, which the sizes held in locals
-// allow (docs/performance.md, step 2), not from the missing bounds.
+// allow (docs/performance-log.md, step 2), not from the missing bounds.
 template <typename T>
 void max_pool2d_2x2s2(const T* xp, T* yp, std::int64_t* ap, const PoolGeometry& g) {
   // Locals, not g's fields: the argmax stores are int64 and may alias g as far

@@ -52,7 +52,7 @@ Tensor Sequential::forward(const Tensor& input) {
     // gradient (a window's gradient goes to the same first maximum, or,
     // where the window's maximum is not positive, to nowhere in both
     // orders). The ReLU, forward and backward, then runs on the pooled
-    // tensor, a quarter of the size for 2x2 windows (docs/performance.md,
+    // tensor, a quarter of the size for 2x2 windows (docs/performance-log.md,
     // step 34). Exact for finite inputs.
     if (is_at.template operator()<ReLU>(i) && is_at.template operator()<MaxPool2d>(i + 1)) {
       x = children[i + 1].second->forward(x);

@@ -4,7 +4,8 @@ least one benchmark, give every benchmark that ran the named counters, and
 skip only for a stated lack of support, never for a wrong result or an error.
 Times are not looked at.
 
-usage: smoke_suite.py [--counter NAME]... BINARY [suite args...]
+usage: smoke_suite.py [--counter NAME]... [--expect-ran N] BINARY [suite args...]
+(--expect-ran: exactly N benchmarks must run, none skipped)
 """
 import json
 import os
@@ -15,8 +16,12 @@ import tempfile
 
 def main(argv):
     counters = []
-    while len(argv) >= 2 and argv[0] == "--counter":
-        counters.append(argv[1])
+    expect_ran = None
+    while len(argv) >= 2 and argv[0] in ("--counter", "--expect-ran"):
+        if argv[0] == "--counter":
+            counters.append(argv[1])
+        else:
+            expect_ran = int(argv[1])
         argv = argv[2:]
     if not argv:
         print(__doc__)
@@ -46,6 +51,8 @@ def main(argv):
                 problems.append(f"{name}: no counter '{c}'")
     if ran == 0:
         problems.append("no benchmark ran")
+    if expect_ran is not None and ran != expect_ran:
+        problems.append(f"{ran} benchmarks ran, {expect_ran} expected")
     if "context" not in doc or "cpu_model" not in doc["context"]:
         problems.append("the context does not describe the machine (cpu_model)")
     for p in problems:

@@ -3,7 +3,7 @@
 // reads them runs tens of times slower on x86 cores, and a network's
 // activations and gradients drift into that range as training goes on:
 // fmnist-cnn trained at about 6,000 images/s in its first epoch and 4,000
-// from the second on, until denormals were flushed (docs/performance.md,
+// from the second on, until denormals were flushed (docs/performance-log.md,
 // step 17). Flushing sets them to zero (FTZ: results, DAZ: inputs), which
 // changes values below about 1.2e-38 only. torch::set_flush_denormal is the
 // same switch, off by default there; TensorFlow runs its CPU kernels with it

@@ -512,7 +512,7 @@ CONVKIT_IVDEP
 // in place and write each value of M once; or Eigen's GEMM (the simple twin,
 // and the float64 path), which packs U and V for every product and needs M
 // zeroed first. With the tap kernels conv2 of cifar10-cnn ran its products
-// at 316 instead of 200 GFLOP/s (docs/performance.md, step 32).
+// at 316 instead of 200 GFLOP/s (docs/performance-log.md, step 32).
 template <typename T>
 void multiply_points(const TileGeometry& g, const T* U, const T* V, std::int64_t count, std::int64_t chunk,
                      const std::vector<std::int64_t>& offsets, T* M) {
