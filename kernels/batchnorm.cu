@@ -230,8 +230,9 @@ struct GradientBehindRelu {
   const T* relu_out;  // null: no ReLU, dy as it is
   T* grad_masked;
   __device__ __forceinline__ T operator()(const T* dy, std::int64_t i) const {
-    if (relu_out == nullptr) return dy[i];
-    const T g = relu_out[i] > T(0) ? dy[i] : T(0);
+    const T d = dy[i];  // loaded by every lane: a masked load would fetch the same sectors
+    if (relu_out == nullptr) return d;
+    const T g = relu_out[i] > T(0) ? d : T(0);
     grad_masked[i] = g;
     return g;
   }

@@ -18,7 +18,7 @@ using testing::random_tensor;
 
 class BatchNormAddRelu : public ::testing::TestWithParam<Device> {};
 
-struct Run {
+struct Outcome {
   Tensor y, gx, gr, gw, gb, rm, rv;
 };
 
@@ -26,9 +26,9 @@ struct Run {
 // leaves and copies of the running statistics. The backward seeds with g
 // through a product, so that the op's backward receives a gradient of its own
 // (the in-place path), or, with `seed_directly`, g itself (the copying path).
-Run run(bool fused, bool seed_directly, const Tensor& x0, const Tensor& r0, const Tensor& w0, const Tensor& b0,
+Outcome run_once(bool fused, bool seed_directly, const Tensor& x0, const Tensor& r0, const Tensor& w0, const Tensor& b0,
         const Tensor& rm0, const Tensor& rv0, bool training, const Tensor& g) {
-  Run o;
+  Outcome o;
   const Tensor x = x0.clone().requires_grad_(true), r = r0.clone().requires_grad_(true),
                w = w0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
   o.rm = rm0.clone();
@@ -66,8 +66,8 @@ TEST_P(BatchNormAddRelu, MatchesTheUnfusedCompositionOnOddShapes) {
           const Tensor w = random_tensor({C}, rng, o, 0.5, 1.5), b = random_tensor({C}, rng, o, -0.5, 0.5);
           const Tensor rm = random_tensor({C}, rng, o), rv = random_tensor({C}, rng, o, 0.5, 2);
           const std::vector<double> g_before = g.to_vector<double>();
-          const Run f = run(true, seed_directly, x, r, w, b, rm, rv, training, g);
-          const Run u = run(false, seed_directly, x, r, w, b, rm, rv, training, g);
+          const Outcome f = run_once(true, seed_directly, x, r, w, b, rm, rv, training, g);
+          const Outcome u = run_once(false, seed_directly, x, r, w, b, rm, rv, training, g);
           EXPECT_TRUE(all_close(f.y, u.y.to_vector<double>(), tol, tol)) << "output";
           EXPECT_TRUE(all_close(f.gx, u.gx.to_vector<double>(), tol, tol)) << "grad x";
           EXPECT_TRUE(all_close(f.gr, u.gr.to_vector<double>(), tol, tol)) << "grad residual";
@@ -75,7 +75,9 @@ TEST_P(BatchNormAddRelu, MatchesTheUnfusedCompositionOnOddShapes) {
           EXPECT_TRUE(all_close(f.gb, u.gb.to_vector<double>(), tol, tol)) << "grad bias";
           EXPECT_TRUE(all_close(f.rm, u.rm.to_vector<double>(), tol, tol)) << "running mean";
           EXPECT_TRUE(all_close(f.rv, u.rv.to_vector<double>(), tol, tol)) << "running var";
-          if (training) EXPECT_FALSE(all_close(f.rm, rm.to_vector<double>(), 0, 0)) << "running mean not updated";
+          if (training) {
+            EXPECT_FALSE(all_close(f.rm, rm.to_vector<double>(), 0, 0)) << "running mean not updated";
+          }
           EXPECT_TRUE(all_close(g, g_before, 0, 0)) << "the caller's gradient was overwritten";
           const std::vector<double> y = f.y.to_vector<double>();
           EXPECT_TRUE(std::any_of(y.begin(), y.end(), [](double v) { return v == 0; })) << "the ReLU cut nothing";
