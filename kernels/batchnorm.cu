@@ -6,18 +6,18 @@
 // flops per element; backward_reduce reads x and grad_out once; affine and
 // backward_input read one or two tensors and write one. All memory-bound.
 //
-// Fused relu(batch_norm(x) + residual) (batch_norm_add_relu), in tensor
-// passes of E = N * C * S elements (float32: 4E bytes each):
+// Fused relu(batch_norm(x) + residual) (batch_norm_add_relu), counted in
+// whole-tensor reads and writes of E = N * C * S elements (float32: 4E bytes):
 //   forward   stats (read x) + add_relu map (read x, residual; write out)
-//             = 4 passes, against 8 for bn -> add -> relu (stats; affine
+//             = 4 tensors, against 8 for bn -> add -> relu (stats; affine
 //             reads x, writes y; add reads y, residual, writes z; relu reads
 //             z, writes out): 16E bytes against 32E.
 //   backward  relu_backward_reduce (read grad, out, x; write grad_masked, the
 //             residual's gradient) + backward_input (read grad_masked, x;
-//             write grad_x) = 7 passes, against 8 unfused (relu backward reads
+//             write grad_x) = 7 tensors, against 8 unfused (relu backward reads
 //             grad, out, writes grad_masked; add passes it on; the reduction
 //             reads it and x; backward_input as here): 28E bytes against 32E.
-// Two backward passes are the floor: grad_x needs the channel sums, which
+// Two backward kernels are the floor: grad_x needs the channel sums, which
 // need the whole channel. The second pass reads grad_masked (one tensor)
 // rather than re-masking grad with out (two), and grad_masked must be written
 // anyway as the residual's gradient. Saved for the backward: x and out (which
