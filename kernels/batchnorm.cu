@@ -6,6 +6,24 @@
 // flops per element; backward_reduce reads x and grad_out once; affine and
 // backward_input read one or two tensors and write one. All memory-bound.
 //
+// Fused relu(batch_norm(x) + residual) (batch_norm_add_relu), counted in
+// whole-tensor reads and writes of E = N * C * S elements (float32: 4E bytes):
+//   forward   stats (read x) + add_relu map (read x, residual; write out)
+//             = 4 tensors, against 8 for bn -> add -> relu (stats; affine
+//             reads x, writes y; add reads y, residual, writes z; relu reads
+//             z, writes out): 16E bytes against 32E.
+//   backward  relu_backward_reduce (read grad, out, x; write grad_masked, the
+//             residual's gradient) + backward_input (read grad_masked, x;
+//             write grad_x) = 7 tensors, against 8 unfused (relu backward reads
+//             grad, out, writes grad_masked; add passes it on; the reduction
+//             reads it and x; backward_input as here): 28E bytes against 32E.
+// Two backward kernels are the floor: grad_x needs the channel sums, which
+// need the whole channel. The second pass reads grad_masked (one tensor)
+// rather than re-masking grad with out (two), and grad_masked must be written
+// anyway as the residual's gradient. Saved for the backward: x and out (which
+// the next layer holds anyway) and per-channel vectors; the unfused chain
+// also allocates y and z.
+//
 // Channel c's elements are M / S runs of S contiguous values, C * S apart, so
 // a reduction walks "element m of channel c" = x[(m / S) * C * S + c * S + m % S]
 // with a cursor that steps (n, s) without dividing.
@@ -204,17 +222,34 @@ __global__ void stats_merge_partials(const T* partial_mean, const T* partial_m2,
 }
 
 // ---- backward sums: sum(dy) and sum(dy * (x - mean)), same three mappings.
+// Behind a ReLU (relu_out defined) the gradient of element i is masked by the
+// ReLU's output and written to grad_masked in the same pass; grad_masked may
+// be dy itself, as element i is read and then written by one thread only.
+template <typename T>
+struct GradientBehindRelu {
+  const T* relu_out;  // null: no ReLU, dy as it is
+  T* grad_masked;
+  __device__ __forceinline__ T operator()(const T* dy, std::int64_t i) const {
+    const T d = dy[i];  // loaded by every lane: a masked load would fetch the same sectors
+    if (relu_out == nullptr) return d;
+    const T g = relu_out[i] > T(0) ? d : T(0);
+    grad_masked[i] = g;
+    return g;
+  }
+};
+
 template <typename T>
 __global__ void backward_reduce_v1_thread_per_channel(const T* dy, const T* x, const T* mean, ChannelGeometry g,
-                                                      T* sum_dy, T* sum_dy_xmu) {
+                                                      GradientBehindRelu<T> grad, T* sum_dy, T* sum_dy_xmu) {
   for (std::int64_t c = grid_thread(); c < g.C; c += grid_threads()) {
     const T mu = mean[c];
     T a = 0, b = 0;
     for (std::int64_t n = 0; n < g.N; ++n)
       for (std::int64_t s = 0; s < g.S; ++s) {
         const std::int64_t i = (n * g.C + c) * g.S + s;
-        a += dy[i];
-        b += dy[i] * (x[i] - mu);
+        const T gi = grad(dy, i);
+        a += gi;
+        b += gi * (x[i] - mu);
       }
     sum_dy[c] = a;
     sum_dy_xmu[c] = b;
@@ -223,16 +258,17 @@ __global__ void backward_reduce_v1_thread_per_channel(const T* dy, const T* x, c
 
 // Block (c, split); with gridDim.y > 1 the outputs are [splits, C] partials.
 template <typename T>
-__global__ void backward_reduce_blocks(const T* dy, const T* x, const T* mean, ChannelGeometry g, T* sum_dy,
-                                       T* sum_dy_xmu) {
+__global__ void backward_reduce_blocks(const T* dy, const T* x, const T* mean, ChannelGeometry g,
+                                       GradientBehindRelu<T> grad, T* sum_dy, T* sum_dy_xmu) {
   __shared__ SharedArray<T[2][kWarpSize]> warp_partial;
   const std::int64_t B = blockDim.x, step = static_cast<std::int64_t>(gridDim.y) * B;
   for (std::int64_t c = blockIdx.x; c < g.C; c += gridDim.x) {
     const T mu = mean[c];
     T a = 0, b = 0;
     for_each_in_channel(g, c, blockIdx.y * B + threadIdx.x, step, [&](std::int64_t i) {
-      a += dy[i];
-      b += dy[i] * (x[i] - mu);
+      const T gi = grad(dy, i);
+      a += gi;
+      b += gi * (x[i] - mu);
     });
     a = block_reduce(a, T(0), Add{}, warp_partial[0]);
     b = block_reduce(b, T(0), Add{}, warp_partial[1]);
@@ -264,12 +300,16 @@ __global__ void backward_reduce_merge_partials(const T* partial_dy, const T* par
 }
 
 // ---- elementwise maps: one grid-stride loop, channel (i / S) % C.
+// residual (null: none) is added before the ReLU, to the rounded affine value
+// as the unfused add would.
 template <typename T>
-__global__ void affine_kernel(const T* x, const T* scale, const T* shift, ChannelGeometry g, bool relu, T* out) {
+__global__ void affine_kernel(const T* x, const T* scale, const T* shift, const T* residual, ChannelGeometry g,
+                              bool relu, T* out) {
   const std::int64_t total = g.N * g.C * g.S;
   for (std::int64_t i = grid_thread(); i < total; i += grid_threads()) {
     const std::int64_t c = (i / g.S) % g.C;
-    const T y = x[i] * scale[c] + shift[c];
+    T y = x[i] * scale[c] + shift[c];
+    if (residual != nullptr) y += residual[i];
     out[i] = relu && !(y > T(0)) ? T(0) : y;
   }
 }
@@ -371,36 +411,40 @@ void launch_batch_norm_stats(DType dtype, const void* x, std::int64_t N, std::in
   });
 }
 
-void launch_batch_norm_backward_reduce(DType dtype, const void* grad_out, const void* x, const void* mean,
-                                       std::int64_t N, std::int64_t C, std::int64_t S, void* sum_dy,
-                                       void* sum_dy_xmu, const BatchNormPlan& p, void* workspace) {
+namespace {
+
+// The backward reduction of both launchers; relu_out null: no ReLU in front.
+void backward_reduce(const char* op, DType dtype, const void* grad_out, const void* relu_out, const void* x,
+                     const void* mean, std::int64_t N, std::int64_t C, std::int64_t S, void* grad_masked,
+                     void* sum_dy, void* sum_dy_xmu, const BatchNormPlan& p, void* workspace) {
   if (C == 0) return;
-  CK_CHECK(p.splits == 1 || workspace != nullptr, "batch_norm_backward_reduce: a split plan needs a workspace of ",
-           p.workspace_elements, " elements");
+  CK_CHECK(p.splits == 1 || workspace != nullptr, op, ": a split plan needs a workspace of ", p.workspace_elements,
+           " elements");
   const ChannelGeometry g{N, C, S};
-  dispatch_floating(dtype, "batch_norm_backward_reduce", [&](auto t) {
+  dispatch_floating(dtype, op, [&](auto t) {
     using T = decltype(t);
     const T* dy = static_cast<const T*>(grad_out);
     const T* xp = static_cast<const T*>(x);
     const T* mp = static_cast<const T*>(mean);
+    const GradientBehindRelu<T> grad{static_cast<const T*>(relu_out), static_cast<T*>(grad_masked)};
     T* s1 = static_cast<T*>(sum_dy);
     T* s2 = static_cast<T*>(sum_dy_xmu);
     switch (p.mapping) {
       case BatchNormMapping::thread_per_channel: {
         const LaunchShape s = grid_stride_shape(C);
         launch(backward_reduce_v1_thread_per_channel<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, dy, xp, mp, g,
-               s1, s2);
+               grad, s1, s2);
         return;
       }
       case BatchNormMapping::block_per_channel:
-        launch(backward_reduce_blocks<T>, dim3(channel_blocks(C)), dim3(kBlockThreads), 0, nullptr, dy, xp, mp, g, s1,
-               s2);
+        launch(backward_reduce_blocks<T>, dim3(channel_blocks(C)), dim3(kBlockThreads), 0, nullptr, dy, xp, mp, g,
+               grad, s1, s2);
         return;
       case BatchNormMapping::split_channels: {
         T* partial_dy = static_cast<T*>(workspace);
         T* partial_dy_xmu = partial_dy + p.splits * C;
         launch(backward_reduce_blocks<T>, dim3(channel_blocks(C), p.splits), dim3(kBlockThreads), 0, nullptr, dy, xp,
-               mp, g, partial_dy, partial_dy_xmu);
+               mp, g, grad, partial_dy, partial_dy_xmu);
         launch(backward_reduce_merge_partials<T>, dim3(warp_blocks(C)), dim3(kBlockThreads), 0, nullptr,
                static_cast<const T*>(partial_dy), static_cast<const T*>(partial_dy_xmu), g,
                static_cast<std::int64_t>(p.splits), s1, s2);
@@ -410,17 +454,47 @@ void launch_batch_norm_backward_reduce(DType dtype, const void* grad_out, const 
   });
 }
 
-void launch_batch_norm_affine(DType dtype, const void* x, const void* scale, const void* shift, std::int64_t N,
-                              std::int64_t C, std::int64_t S, bool relu, void* out) {
+void affine(const char* op, DType dtype, const void* x, const void* residual, const void* scale, const void* shift,
+            std::int64_t N, std::int64_t C, std::int64_t S, bool relu, void* out) {
   const std::int64_t total = N * C * S;
   if (total == 0) return;
   const LaunchShape s = grid_stride_shape(total);
-  dispatch_floating(dtype, "batch_norm_affine", [&](auto t) {
+  dispatch_floating(dtype, op, [&](auto t) {
     using T = decltype(t);
     launch(affine_kernel<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, static_cast<const T*>(x),
-           static_cast<const T*>(scale), static_cast<const T*>(shift), ChannelGeometry{N, C, S}, relu,
-           static_cast<T*>(out));
+           static_cast<const T*>(scale), static_cast<const T*>(shift), static_cast<const T*>(residual),
+           ChannelGeometry{N, C, S}, relu, static_cast<T*>(out));
   });
+}
+
+}  // namespace
+
+void launch_batch_norm_backward_reduce(DType dtype, const void* grad_out, const void* x, const void* mean,
+                                       std::int64_t N, std::int64_t C, std::int64_t S, void* sum_dy,
+                                       void* sum_dy_xmu, const BatchNormPlan& p, void* workspace) {
+  backward_reduce("batch_norm_backward_reduce", dtype, grad_out, nullptr, x, mean, N, C, S, nullptr, sum_dy,
+                  sum_dy_xmu, p, workspace);
+}
+
+void launch_batch_norm_relu_backward_reduce(DType dtype, const void* grad_out, const void* out, const void* x,
+                                            const void* mean, std::int64_t N, std::int64_t C, std::int64_t S,
+                                            void* grad_masked, void* sum_dy, void* sum_dy_xmu,
+                                            const BatchNormPlan& p, void* workspace) {
+  CK_CHECK(out != nullptr && grad_masked != nullptr,
+           "batch_norm_relu_backward_reduce: needs the ReLU's output and a grad_masked array");
+  backward_reduce("batch_norm_relu_backward_reduce", dtype, grad_out, out, x, mean, N, C, S, grad_masked, sum_dy,
+                  sum_dy_xmu, p, workspace);
+}
+
+void launch_batch_norm_affine(DType dtype, const void* x, const void* scale, const void* shift, std::int64_t N,
+                              std::int64_t C, std::int64_t S, bool relu, void* out) {
+  affine("batch_norm_affine", dtype, x, nullptr, scale, shift, N, C, S, relu, out);
+}
+
+void launch_batch_norm_add_relu(DType dtype, const void* x, const void* residual, const void* scale,
+                                const void* shift, std::int64_t N, std::int64_t C, std::int64_t S, void* out) {
+  CK_CHECK(residual != nullptr, "batch_norm_add_relu: the residual is missing");
+  affine("batch_norm_add_relu", dtype, x, residual, scale, shift, N, C, S, /*relu=*/true, out);
 }
 
 void launch_batch_norm_backward_input(DType dtype, const void* grad_out, const void* x, const void* mean,

@@ -42,6 +42,17 @@ void launch_batch_norm_backward_reduce(DType dtype, const void* grad_out, const 
 // elementwise map.
 void launch_batch_norm_affine(DType dtype, const void* x, const void* scale, const void* shift, std::int64_t N,
                               std::int64_t C, std::int64_t S, bool relu, void* out);
+// out = max(0, x * scale[c] + shift[c] + residual[i]): batch norm, a residual
+// add and a ReLU in the one map (batch_norm_add_relu). residual is x's shape.
+void launch_batch_norm_add_relu(DType dtype, const void* x, const void* residual, const void* scale,
+                                const void* shift, std::int64_t N, std::int64_t C, std::int64_t S, void* out);
+// launch_batch_norm_backward_reduce behind a ReLU whose output is `out`: the
+// same pass writes grad_masked = out > 0 ? grad_out : 0 and sums grad_masked.
+// grad_masked may be grad_out (each element is read, then written, by one thread).
+void launch_batch_norm_relu_backward_reduce(DType dtype, const void* grad_out, const void* out, const void* x,
+                                            const void* mean, std::int64_t N, std::int64_t C, std::int64_t S,
+                                            void* grad_masked, void* sum_dy, void* sum_dy_xmu,
+                                            const BatchNormPlan& plan, void* workspace);
 // grad_in = weight[c] * invstd[c] * (dy - sum_dy[c] / M - (x - mean[c]) * invstd[c]^2 * sum_dy_xmu[c] / M).
 void launch_batch_norm_backward_input(DType dtype, const void* grad_out, const void* x, const void* mean,
                                       const void* invstd, const void* weight, const void* sum_dy,

@@ -219,6 +219,22 @@ void Backend::batch_norm_backward_input(const Tensor& grad_out, const Tensor& x,
   f.finish();
 }
 
+void Backend::batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor& scale, const Tensor& shift,
+                                  const Tensor& out) {
+  CpuFallback f(*this, BackendOp::batch_norm_add_relu);
+  f.cpu().batch_norm_add_relu(f.in(x), f.in(residual), f.in(scale), f.in(shift), f.out(out));
+  f.finish();
+}
+
+void Backend::batch_norm_relu_backward_reduce(const Tensor& grad_out, const Tensor& out, const Tensor& x,
+                                              const Tensor& mean, const Tensor& grad_masked, const Tensor& sum_dy,
+                                              const Tensor& sum_dy_xmu) {
+  CpuFallback f(*this, BackendOp::batch_norm_relu_backward_reduce);
+  f.cpu().batch_norm_relu_backward_reduce(f.in(grad_out), f.in(out), f.in(x), f.in(mean), f.out(grad_masked),
+                                          f.out(sum_dy), f.out(sum_dy_xmu));
+  f.finish();
+}
+
 void Backend::dropout_mask(const Tensor& out, std::uint64_t seed, std::uint64_t offset, double p) {
   CpuFallback f(*this, BackendOp::dropout_mask);
   f.cpu().dropout_mask(f.out(out), seed, offset, p);

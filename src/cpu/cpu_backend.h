@@ -49,6 +49,11 @@ class CpuBackend final : public Backend {
   void batch_norm_backward_input(const Tensor& grad_out, const Tensor& x, const Tensor& mean,
                                  const Tensor& invstd, const Tensor& weight, const Tensor& sum_dy,
                                  const Tensor& sum_dy_xmu, const Tensor& grad_in) override;
+  void batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor& scale, const Tensor& shift,
+                           const Tensor& out) override;
+  void batch_norm_relu_backward_reduce(const Tensor& grad_out, const Tensor& out, const Tensor& x,
+                                       const Tensor& mean, const Tensor& grad_masked, const Tensor& sum_dy,
+                                       const Tensor& sum_dy_xmu) override;
   void dropout_mask(const Tensor& out, std::uint64_t seed, std::uint64_t offset, double p) override;
   void softmax_forward(const Tensor& x, std::int64_t dim, bool log, const Tensor& out) override;
   void softmax_backward(const Tensor& grad_out, const Tensor& out, std::int64_t dim, bool log,

@@ -1,5 +1,6 @@
-// Batch-norm kernels over contiguous x viewed as [N, C, S]. Per-channel sums
-// accumulate in double (in SIMD lanes), so float32 statistics over large
+// Batch-norm kernels over contiguous x viewed as [N, C, S], with the fused
+// ReLU (+ residual) variants of the affine map and the backward reduction.
+// Per-channel sums accumulate in double (in SIMD lanes), so float32 statistics over large
 // batches stay accurate; every pass runs one (n, c) plane per task.
 #include <algorithm>
 #include <cstdint>
@@ -46,6 +47,24 @@ std::pair<double, double> gradient_sums(const T* g, const T* x, std::int64_t n, 
 #pragma omp simd reduction(+ : sum_g, sum_gx)
   for (std::int64_t i = 0; i < n; ++i) {
     const double gd = static_cast<double>(g[i]);
+    sum_g += gd;
+    sum_gx += gd * (static_cast<double>(x[i]) - mean);
+  }
+  return {sum_g, sum_gx};
+}
+
+// gradient_sums behind a ReLU whose output is y: gm = y > 0 ? g : 0 is
+// written (it is also the residual's gradient) and summed in the same loop.
+// gm may be g itself: each element is read before it is written.
+template <typename T>
+std::pair<double, double> masked_gradient_sums(const T* g, const T* y, const T* x, T* gm, std::int64_t n,
+                                               double mean) {
+  double sum_g = 0, sum_gx = 0;
+#pragma omp simd reduction(+ : sum_g, sum_gx)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T masked = y[i] > T(0) ? g[i] : T(0);
+    gm[i] = masked;
+    const double gd = static_cast<double>(masked);
     sum_g += gd;
     sum_gx += gd * (static_cast<double>(x[i]) - mean);
   }
@@ -124,6 +143,51 @@ void CpuBackend::batch_norm_affine(const Tensor& x, const Tensor& scale, const T
       } else {
         for (std::int64_t s = 0; s < v.S; ++s) yi[s] = xi[s] * k + d;
       }
+    }
+  });
+}
+
+void CpuBackend::batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor& scale,
+                                     const Tensor& shift, const Tensor& out) {
+  const ChannelView v(x);
+  dispatch_floating(x.dtype(), "batch_norm_add_relu", [&]<typename T>() {
+    const T* xp = x.data<T>();
+    const T* rp = residual.data<T>();
+    const T* a = scale.data<T>();
+    const T* b = shift.data<T>();
+    T* yp = out.data<T>();
+#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
+    for (std::int64_t p = 0; p < v.N * v.C; ++p) {
+      const T k = a[p % v.C], d = b[p % v.C];
+      const T* xi = xp + p * v.S;
+      const T* ri = rp + p * v.S;
+      T* yi = yp + p * v.S;
+      for (std::int64_t s = 0; s < v.S; ++s) {
+        const T y = (xi[s] * k + d) + ri[s];  // rounded as batch_norm, then add
+        yi[s] = y > T(0) ? y : T(0);          // as relu: NaN gives 0
+      }
+    }
+  });
+}
+
+void CpuBackend::batch_norm_relu_backward_reduce(const Tensor& grad_out, const Tensor& out, const Tensor& x,
+                                                 const Tensor& mean, const Tensor& grad_masked,
+                                                 const Tensor& sum_dy, const Tensor& sum_dy_xmu) {
+  const ChannelView v(x);
+  dispatch_floating(x.dtype(), "batch_norm_relu_backward_reduce", [&]<typename T>() {
+    const T* xp = x.data<T>();
+    const T* gp = grad_out.data<T>();
+    const T* yp = out.data<T>();
+    const T* mp = mean.data<T>();
+    T* gmp = grad_masked.data<T>();
+    T* s1 = sum_dy.data<T>();
+    T* s2 = sum_dy_xmu.data<T>();
+    const auto sums = channel_sums(v, x.numel() > kParallelWork, [&](std::int64_t off, std::int64_t c) {
+      return masked_gradient_sums(gp + off, yp + off, xp + off, gmp + off, v.S, static_cast<double>(mp[c]));
+    });
+    for (std::int64_t c = 0; c < v.C; ++c) {
+      s1[c] = static_cast<T>(sums[c].first);
+      s2[c] = static_cast<T>(sums[c].second);
     }
   });
 }

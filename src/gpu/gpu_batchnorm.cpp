@@ -61,4 +61,26 @@ void GpuBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor&
                                    grad_in.raw_data());
 }
 
+void GpuBackend::batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor& scale,
+                                     const Tensor& shift, const Tensor& out) {
+  const ChannelView v("batch_norm_add_relu", x);
+  CK_CHECK(residual.is_contiguous() && residual.shape() == x.shape(),
+           "batch_norm_add_relu: the residual must be contiguous of shape ", x.shape(), ", got ", residual.shape());
+  launch_batch_norm_add_relu(x.dtype(), x.raw_data(), residual.raw_data(), scale.raw_data(), shift.raw_data(), v.N,
+                             v.C, v.S, out.raw_data());
+}
+
+void GpuBackend::batch_norm_relu_backward_reduce(const Tensor& grad_out, const Tensor& out, const Tensor& x,
+                                                 const Tensor& mean, const Tensor& grad_masked,
+                                                 const Tensor& sum_dy, const Tensor& sum_dy_xmu) {
+  const ChannelView v("batch_norm_relu_backward_reduce", x);
+  CK_CHECK(grad_out.is_contiguous() && out.is_contiguous() && grad_masked.is_contiguous(),
+           "batch_norm_relu_backward_reduce: grad_out, out and grad_masked must be contiguous");
+  const BatchNormPlan plan = plan_batch_norm(v.N, v.C, v.S, batch_norm_kernel_version());
+  const Tensor workspace = workspace_for(plan, x);
+  launch_batch_norm_relu_backward_reduce(x.dtype(), grad_out.raw_data(), out.raw_data(), x.raw_data(),
+                                         mean.raw_data(), v.N, v.C, v.S, grad_masked.raw_data(), sum_dy.raw_data(),
+                                         sum_dy_xmu.raw_data(), plan, data_or_null(workspace));
+}
+
 }  // namespace convkit::CK_GPU_NS

@@ -63,7 +63,12 @@ Tensor BatchNormBase::forward(const Tensor& x) { return normalise(x, false); }
 
 Tensor BatchNormBase::forward_relu(const Tensor& x) { return normalise(x, true); }
 
-Tensor BatchNormBase::normalise(const Tensor& x, bool relu) {
+Tensor BatchNormBase::forward_add_relu(const Tensor& x, const Tensor& residual) {
+  CK_CHECK(residual.defined(), name(), ": the residual is undefined");
+  return normalise(x, true, residual);
+}
+
+Tensor BatchNormBase::normalise(const Tensor& x, bool relu, const Tensor& residual) {
   CK_CHECK(x.defined(), name(), ": the input is undefined");
   check_input(x);
   CK_CHECK(x.size(1) == options_.num_features_, name(), "(", options_.num_features_,
@@ -73,9 +78,14 @@ Tensor BatchNormBase::normalise(const Tensor& x, bool relu) {
   const bool use_batch_stats = is_training() || !track;
   // [N, C, L] is normalised as [N, C, L, 1], which batch_norm accepts.
   const Tensor input = x.dim() == 3 ? x.unsqueeze(-1) : x;
-  Tensor y = (relu ? batch_norm_relu : batch_norm)(input, track ? running_mean : Tensor(),
-                                                  track ? running_var : Tensor(), weight, bias, use_batch_stats,
-                                                  momentum, options_.eps_);
+  const Tensor rm = track ? running_mean : Tensor(), rv = track ? running_var : Tensor();
+  Tensor y;
+  if (residual.defined()) {
+    y = batch_norm_add_relu(input, x.dim() == 3 ? residual.unsqueeze(-1) : residual, rm, rv, weight, bias,
+                            use_batch_stats, momentum, options_.eps_);
+  } else {
+    y = (relu ? batch_norm_relu : batch_norm)(input, rm, rv, weight, bias, use_batch_stats, momentum, options_.eps_);
+  }
   return x.dim() == 3 ? y.squeeze(-1) : y;
 }
 

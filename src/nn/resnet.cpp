@@ -28,11 +28,12 @@ BasicBlock::BasicBlock(std::int64_t in_channels, std::int64_t out_channels, std:
   }
 }
 
+// Each BatchNorm runs fused with what follows it: bn1 with its ReLU,
+// bn2 with the shortcut's add and the final ReLU (batch_norm_add_relu).
 Tensor BasicBlock::forward(const Tensor& x) {
-  Tensor out = relu(bn1->forward(conv1->forward(x)));
-  out = bn2->forward(conv2->forward(out));
+  const Tensor out = conv2->forward(bn1->forward_relu(conv1->forward(x)));
   const Tensor shortcut = downsample ? downsample->forward(x) : x;
-  return relu(out + shortcut);
+  return bn2->forward_add_relu(out, shortcut);
 }
 
 std::shared_ptr<Sequential> resnet18_cifar(std::int64_t num_classes, Init init) {

@@ -1,7 +1,9 @@
 // Batch normalisation. The forward folds mean, 1/std, weight and bias into one
 // per-channel scale and shift, so the backend makes a single pass over x; the
 // backward is the closed-form one (two passes: per-channel sums, then the
-// input gradient), not a chain of elementwise ops.
+// input gradient), not a chain of elementwise ops. A following ReLU, and a
+// residual added before it, ride in the same passes: forward in the affine
+// map, backward in the reduction, which masks the gradient as it sums it.
 #include <cmath>
 #include "core/op_scope.h"
 
@@ -30,14 +32,26 @@ void check_channel_tensor(const Tensor& x, const Tensor& t, const char* name) {
 
 Tensor channel_tensor(const Tensor& x) { return detail::new_empty({x.size(1)}, x); }
 
-// batch_norm, and with `relu` relu(batch_norm(...)) in the same pass over x,
-// whose backward masks the gradient as relu's does before batch norm's.
-Tensor batch_norm_impl(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
-                       const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps,
-                       bool relu) {
-  const detail::OpScope op_scope(relu ? "batch_norm_relu" : "batch_norm");
+// batch_norm; with `relu` relu(batch_norm(...)), and with a residual too
+// relu(batch_norm(...) + residual), in the same pass over x. The backward
+// masks the gradient by the saved output in the pass that takes batch norm's
+// sums; the masked gradient is the residual's and feeds the input gradient.
+Tensor batch_norm_impl(const Tensor& x, const Tensor& residual, const Tensor& running_mean,
+                       const Tensor& running_var, const Tensor& weight, const Tensor& bias, bool training,
+                       double momentum, double eps, bool relu) {
+  const bool has_residual = residual.defined();
+  const char* name = has_residual ? "batch_norm_add_relu" : relu ? "batch_norm_relu" : "batch_norm";
+  const detail::OpScope op_scope(name);
   detail::check_floating("batch_norm", x);
   CK_CHECK(x.dim() >= 2, "batch_norm: expected an input of shape [N, C] or [N, C, H, W], got ", x.shape());
+  if (has_residual) {
+    CK_CHECK(residual.device() == x.device(), name, ": the residual is on ", residual.device(),
+             " but the input is on ", x.device());
+    CK_CHECK(residual.dtype() == x.dtype(), name, ": the residual is ", residual.dtype(), " but the input is ",
+             x.dtype());
+    CK_CHECK(residual.shape() == x.shape(), name, ": the residual must have the input's shape ", x.shape(),
+             ", got ", residual.shape());
+  }
   check_channel_tensor(x, running_mean, "running_mean");
   check_channel_tensor(x, running_var, "running_var");
   check_channel_tensor(x, weight, "weight");
@@ -84,48 +98,71 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& running_mean, const Tensor
     if (bias.defined()) shift = add(shift, bias.detach());
   }
   Tensor out = detail::new_empty(x.shape(), x);
-  if (out.numel() > 0) be.batch_norm_affine(xc, scale, shift, relu, out);
+  if (out.numel() > 0 && has_residual) {
+    be.batch_norm_add_relu(xc, residual.detach().contiguous(), scale, shift, out);
+  } else if (out.numel() > 0) {
+    be.batch_norm_affine(xc, scale, shift, relu, out);
+  }
 
   const bool need_x = x.requires_grad(), need_w = weight.defined() && weight.requires_grad(),
              need_b = bias.defined() && bias.requires_grad();
-  return record(out, relu ? "BatchNormReluBackward" : "BatchNormBackward", {x, weight, bias},
-                [sx = SavedTensor(xc), sw = SavedTensor(w), sy = relu ? SavedTensor(out.detach()) : SavedTensor(),
-                 mean, invstd, scale, training, need_x, need_w, need_b](const Tensor& g_out) {
-                  const Tensor& xs = sx.get();
-                  const Tensor g = sy.defined() ? detail::relu_backward(g_out, sy.get()) : g_out;
-                  const Tensor gc = g.contiguous();
-                  Backend& b = backend_of(gc);
-                  const Tensor sum_dy = channel_tensor(xs), sum_dy_xmu = channel_tensor(xs);
-                  if (xs.numel() > 0) {
-                    b.batch_norm_backward_reduce(gc, xs, mean, sum_dy, sum_dy_xmu);
-                  } else {
-                    b.fill(sum_dy, 0);
-                    b.fill(sum_dy_xmu, 0);
-                  }
-                  Tensor gx;
-                  if (need_x) {
-                    gx = detail::new_empty(xs.shape(), xs);
-                    if (xs.numel() > 0 && training) {
-                      b.batch_norm_backward_input(gc, xs, mean, invstd, sw.get(), sum_dy, sum_dy_xmu, gx);
-                    } else if (xs.numel() > 0) {
-                      // Eval: the statistics are constants, so dx = dy * weight * invstd.
-                      b.batch_norm_affine(gc, scale, zeros_like(scale), /*relu=*/false, gx);
-                    }
-                  }
-                  return V{gx, need_w ? mul(sum_dy_xmu, invstd) : Tensor(), need_b ? sum_dy : Tensor()};
-                });
+  auto backward = [sx = SavedTensor(xc), sw = SavedTensor(w),
+                   sy = relu || has_residual ? SavedTensor(out.detach()) : SavedTensor(), mean, invstd, scale,
+                   training, has_residual, need_x, need_w, need_b](const Tensor& g_out) {
+    const Tensor& xs = sx.get();
+    const bool reuse = autograd::exclusively_owned(g_out);  // overwritten in place, as relu's backward does
+    Tensor g = g_out.contiguous();  // batch norm's output gradient, masked by the ReLU when there is one
+    Backend& b = backend_of(g);
+    const Tensor sum_dy = channel_tensor(xs), sum_dy_xmu = channel_tensor(xs);
+    if (xs.numel() == 0) {
+      b.fill(sum_dy, 0);
+      b.fill(sum_dy_xmu, 0);
+    } else if (sy.defined()) {
+      const Tensor masked = reuse ? g : detail::new_empty(xs.shape(), xs);
+      b.batch_norm_relu_backward_reduce(g, sy.get(), xs, mean, masked, sum_dy, sum_dy_xmu);
+      g = masked;
+    } else {
+      b.batch_norm_backward_reduce(g, xs, mean, sum_dy, sum_dy_xmu);
+    }
+    Tensor gx;
+    if (need_x) {
+      gx = detail::new_empty(xs.shape(), xs);
+      if (xs.numel() > 0 && training) {
+        b.batch_norm_backward_input(g, xs, mean, invstd, sw.get(), sum_dy, sum_dy_xmu, gx);
+      } else if (xs.numel() > 0) {
+        // Eval: the statistics are constants, so dx = dy * weight * invstd.
+        b.batch_norm_affine(g, scale, zeros_like(scale), /*relu=*/false, gx);
+      }
+    }
+    const Tensor gw = need_w ? mul(sum_dy_xmu, invstd) : Tensor(), gb = need_b ? sum_dy : Tensor();
+    // The residual's gradient is the masked one: d(a + b)/db = 1.
+    return has_residual ? V{gx, g, gw, gb} : V{gx, gw, gb};
+  };
+  const char* node = has_residual ? "BatchNormAddReluBackward" : relu ? "BatchNormReluBackward" : "BatchNormBackward";
+  if (has_residual) return record(out, node, {x, residual, weight, bias}, std::move(backward));
+  return record(out, node, {x, weight, bias}, std::move(backward));
 }
 
 }  // namespace
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
-  return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, /*relu=*/false);
+  return batch_norm_impl(x, Tensor(), running_mean, running_var, weight, bias, training, momentum, eps,
+                         /*relu=*/false);
 }
 
 Tensor batch_norm_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                        const Tensor& bias, bool training, double momentum, double eps) {
-  return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, /*relu=*/true);
+  return batch_norm_impl(x, Tensor(), running_mean, running_var, weight, bias, training, momentum, eps,
+                         /*relu=*/true);
+}
+
+Tensor batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor& running_mean,
+                           const Tensor& running_var, const Tensor& weight, const Tensor& bias, bool training,
+                           double momentum, double eps) {
+  CK_CHECK(residual.defined(), "batch_norm_add_relu: the residual is undefined");
+  return batch_norm_impl(x, residual, running_mean, running_var, weight, bias, training, momentum, eps,
+                         /*relu=*/true);
 }
 
 }  // namespace convkit

@@ -103,12 +103,14 @@ TEST(CpuFallback, LayerKernels) {
     Tensor x = random_tensor({3, 4, 2, 3}, rng, on(d)).requires_grad_();
     Tensor w = random_tensor({4}, rng, on(d)).requires_grad_();
     Tensor b = random_tensor({4}, rng, on(d)).requires_grad_();
+    Tensor r = random_tensor({3, 4, 2, 3}, rng, on(d)).requires_grad_();
     Tensor rm = zeros({4}, on(d)), rv = ones({4}, on(d));
     const Tensor y = batch_norm(x, rm, rv, w, b, true);
     const Tensor yr = batch_norm_relu(x, rm, rv, w, b, true);
-    (y * y + yr).sum().backward();
+    const Tensor yar = batch_norm_add_relu(x, r, rm, rv, w, b, true);
+    (y * y + yr + yar * yar).sum().backward();
     const Tensor eval = batch_norm(x.detach(), rm, rv, w.detach(), b.detach(), false);
-    return {y, yr, x.grad(), w.grad(), b.grad(), rm, rv, eval};
+    return {y, yr, yar, x.grad(), r.grad(), w.grad(), b.grad(), rm, rv, eval};
   });
   expect_same_as_cpu("softmax and cross-entropy", [](Device d) -> std::vector<Tensor> {
     std::mt19937_64 rng(testing::kSeed + 5);

@@ -124,6 +124,56 @@ TEST_P(ResNetOnDevice, BasicBlockGradientsMatchFiniteDifferences) {
   }
 }
 
+// The block runs bn1 with its ReLU and bn2 with the shortcut's add and the
+// final ReLU fused (batch_norm_relu, batch_norm_add_relu). Its output, the
+// gradients of its input and of every parameter, and its running statistics
+// equal those of the unfused composition of the same layers, in training and
+// in eval, with either shortcut.
+TEST_P(ResNetOnDevice, FusedBlockMatchesTheUnfusedComposition) {
+  std::mt19937_64 rng(testing::kSeed + 62);
+  for (DType dt : {DType::float32, DType::float64})
+    for (const std::int64_t stride : {1, 2}) {
+      const TensorOptions o = TensorOptions().dtype(dt).device(GetParam());
+      const double tol = dt == DType::float32 ? 1e-4 : 1e-11;
+      const std::int64_t out_channels = stride == 1 ? 4 : 6;
+      nn::BasicBlock fused(4, out_channels, stride), plain(4, out_channels, stride);
+      for (nn::BasicBlock* b : {&fused, &plain}) {
+        b->to(dt);
+        b->to(GetParam());
+      }
+      plain.load_state_dict(fused.state_dict());
+      auto unfused = [&](const Tensor& x) {
+        const Tensor h = plain.conv2->forward(relu(plain.bn1->forward(plain.conv1->forward(x))));
+        const Tensor shortcut = plain.downsample ? plain.downsample->forward(x) : x;
+        return relu(plain.bn2->forward(h) + shortcut);
+      };
+      for (bool training : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " stride " << stride << " training " << training);
+        fused.train(training);
+        plain.train(training);
+        fused.zero_grad();
+        plain.zero_grad();
+        const Tensor x0 = random_tensor({2, 4, 5, 5}, rng, o);
+        const Tensor xf = x0.clone().requires_grad_(true), xp = x0.clone().requires_grad_(true);
+        const Tensor yf = fused(xf), yp = unfused(xp);
+        const Tensor v = random_tensor(yf.shape(), rng, o);
+        (yf * v).sum().backward();
+        (yp * v).sum().backward();
+        EXPECT_TRUE(all_close(yf, yp.to_vector<double>(), tol, tol)) << "output";
+        EXPECT_TRUE(all_close(xf.grad(), xp.grad().to_vector<double>(), tol, tol)) << "input gradient";
+        const StateDict pf = fused.named_parameters(), pp = plain.named_parameters();
+        ASSERT_EQ(pf.size(), pp.size());
+        for (std::size_t i = 0; i < pf.size(); ++i)
+          EXPECT_TRUE(all_close(pf[i].second.grad(), pp[i].second.grad().to_vector<double>(), tol, tol))
+              << pf[i].first << " gradient";
+        const StateDict bf = fused.named_buffers(), bp = plain.named_buffers();
+        ASSERT_EQ(bf.size(), bp.size());
+        for (std::size_t i = 0; i < bf.size(); ++i)
+          EXPECT_TRUE(all_close(bf[i].second, bp[i].second.to_vector<double>(), tol, tol)) << bf[i].first;
+      }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, ResNetOnDevice, ::testing::ValuesIn(testing::test_devices()),
                          testing::device_name);
 

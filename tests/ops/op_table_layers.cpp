@@ -1,5 +1,5 @@
 // The op table's entries beyond elementwise: reductions, softmax and
-// log_softmax, matmul and linear, pooling, cross-entropy. Each reference is
+// log_softmax, matmul and linear, pooling, cross-entropy, batch_norm_add_relu. Each reference is
 // the definition as loops in double.
 #include <cmath>
 #include <algorithm>
@@ -283,6 +283,76 @@ OpInfo cross_entropy_info(double smoothing, Reduction reduction) {
   return info;
 }
 
+// relu((x - mean) / sqrt(var + eps) * w + b + r) over channel dim 1, with
+// the batch's mean and biased variance (training) or fixed running values
+// (eval: mean[c] = 0.1 c - 0.2, var[c] = 0.5 + 0.25 c). Inputs x, r, w, b.
+constexpr double kBnEps = 1e-3;
+double eval_mean(std::int64_t c) { return 0.1 * static_cast<double>(c) - 0.2; }
+double eval_var(std::int64_t c) { return 0.5 + 0.25 * static_cast<double>(c); }
+
+Values batch_norm_add_relu_ref(const std::vector<Values>& in, bool training) {
+  const Values &x = in[0], &r = in[1], &w = in[2], &b = in[3];
+  const std::int64_t N = x.shape[0], C = x.shape[1], S = x.shape.numel() / (N * C);
+  Values out{x.shape, std::vector<double>(x.v.size())};
+  for (std::int64_t c = 0; c < C; ++c) {
+    double mean = eval_mean(c), var = eval_var(c);
+    if (training) {
+      double sum = 0, sq = 0;
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t s = 0; s < S; ++s) sum += x.v[static_cast<std::size_t>((n * C + c) * S + s)];
+      mean = sum / static_cast<double>(N * S);
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t s = 0; s < S; ++s) {
+          const double d = x.v[static_cast<std::size_t>((n * C + c) * S + s)] - mean;
+          sq += d * d;
+        }
+      var = sq / static_cast<double>(N * S);
+    }
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t s = 0; s < S; ++s) {
+        const auto i = static_cast<std::size_t>((n * C + c) * S + s);
+        const auto k = static_cast<std::size_t>(c);
+        const double y = (x.v[i] - mean) / std::sqrt(var + kBnEps) * w.v[k] + b.v[k] + r.v[i];
+        out.v[i] = y > 0 ? y : 0;
+      }
+  }
+  return out;
+}
+
+OpInfo batch_norm_add_relu_info(bool training) {
+  OpInfo info;
+  info.name = std::string("batch_norm_add_relu ") + (training ? "training" : "eval");
+  info.op = [training](const std::vector<Tensor>& in) {
+    const std::int64_t C = in[0].size(1);
+    std::vector<double> mean, var;
+    for (std::int64_t c = 0; c < C; ++c) {
+      mean.push_back(eval_mean(c));
+      var.push_back(eval_var(c));
+    }
+    const TensorOptions o = TensorOptions().dtype(in[0].dtype()).device(in[0].device());
+    // Fresh running statistics per call: training updates them, and gradcheck calls many times.
+    return batch_norm_add_relu(in[0], in[1], from_vector(mean, {C}, o), from_vector(var, {C}, o), in[2], in[3],
+                               training, 0.1, kBnEps);
+  };
+  info.reference = [training](const std::vector<Values>& in) { return batch_norm_add_relu_ref(in, training); };
+  info.samples = [](std::mt19937_64& rng) {
+    auto in = [&](const Shape& s) {
+      return std::vector<Tensor>{values_in(s, rng, -2, 2), values_in(s, rng, -1, 1), values_in({s[1]}, rng, 0.5, 1.5),
+                                 values_in({s[1]}, rng, -0.5, 0.5)};
+    };
+    return std::vector<Sample>{{"odd [2, 3, 5, 7]", in({2, 3, 5, 7}), {}},
+                               {"one channel, batch 1 [1, 1, 3, 5]", in({1, 1, 3, 5}), {}},
+                               {"[N, C] [6, 4]", in({6, 4}), {}},
+                               // v3 of the family splits these channels over blocks.
+                               {"split channels [3, 2, 50, 60]", in({3, 2, 50, 60}), {}, false},
+                               {"strided [2, 3, 4, 3]", in({2, 3, 4, 3}), strided}};
+  };
+  info.kernel_families = {"batch_norm"};
+  // float32 against float64: normalising divides by a spread computed in float32.
+  info.atol32 = info.rtol32 = 1e-4;
+  return info;
+}
+
 }  // namespace
 
 std::vector<OpInfo> layer_op_infos() {
@@ -308,6 +378,7 @@ std::vector<OpInfo> layer_op_infos() {
       pool_info(false, {3, 2, 2, 1, 1, 1, true}), pool_info(false, {3, 3, 2, 2, 1, 1, false}),
       cross_entropy_info(0, Reduction::mean), cross_entropy_info(0.1, Reduction::none),
       cross_entropy_info(0.2, Reduction::sum),
+      batch_norm_add_relu_info(true), batch_norm_add_relu_info(false),
   };
   for (OpInfo& info : t)
     if (info.name.starts_with("argmax")) info.gradcheck = false;

@@ -135,6 +135,18 @@ class Backend : public Allocator {
                                          const Tensor& weight, const Tensor& sum_dy,
                                          const Tensor& sum_dy_xmu, const Tensor& grad_in);
 
+  // relu(batch norm + residual) in one map: out = max(0, x * scale[c] +
+  // shift[c] + residual), residual of x's shape (batch_norm_add_relu).
+  virtual void batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor& scale,
+                                   const Tensor& shift, const Tensor& out);
+  // batch_norm_backward_reduce behind a ReLU, from the ReLU's output `out`:
+  // grad_masked = out > 0 ? grad_out : 0 (also the residual's gradient in
+  // batch_norm_add_relu), and the two sums taken over grad_masked, in one
+  // pass. grad_masked may be grad_out itself (updated in place).
+  virtual void batch_norm_relu_backward_reduce(const Tensor& grad_out, const Tensor& out, const Tensor& x,
+                                               const Tensor& mean, const Tensor& grad_masked,
+                                               const Tensor& sum_dy, const Tensor& sum_dy_xmu);
+
   // Inverted-dropout multiplier: out[i] = 1 / (1 - p) when
   // philox::uniform(seed, offset, i) >= p (compared in double; equivalently
   // (word >> 8) >= ceil(p * 2^24)), else 0. out is float32 or float64.

@@ -18,6 +18,7 @@ namespace convkit {
   X(avg_pool2d_forward) X(avg_pool2d_backward)                                      \
   X(batch_norm_stats) X(batch_norm_affine)                                          \
   X(batch_norm_backward_reduce) X(batch_norm_backward_input)                        \
+  X(batch_norm_add_relu) X(batch_norm_relu_backward_reduce)                         \
   X(dropout_mask)                                                                   \
   X(softmax_forward) X(softmax_backward)                                            \
   X(cross_entropy_forward) X(cross_entropy_backward)                                \

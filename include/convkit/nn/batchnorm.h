@@ -39,6 +39,9 @@ class BatchNormBase : public Module {
   // relu(forward(x)) in one pass (batch_norm_relu): what Sequential runs for
   // this layer when a ReLU follows it.
   Tensor forward_relu(const Tensor& x);
+  // relu(forward(x) + residual) in one pass (batch_norm_add_relu): the end of
+  // a ResNet block. residual has x's shape.
+  Tensor forward_add_relu(const Tensor& x, const Tensor& residual);
   std::string extra_repr() const override;
   std::string spec() const override;
   void reset_running_stats();
@@ -54,7 +57,8 @@ class BatchNormBase : public Module {
   virtual void check_input(const Tensor& x) const = 0;
 
  private:
-  Tensor normalise(const Tensor& x, bool relu);
+  // relu: batch_norm_relu; relu with a defined residual: batch_norm_add_relu.
+  Tensor normalise(const Tensor& x, bool relu, const Tensor& residual = Tensor());
   // Momentum for this training step; bumps num_batches_tracked.
   double next_momentum();
 

@@ -25,6 +25,13 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 Tensor batch_norm_relu(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                        const Tensor& weight, const Tensor& bias, bool training,
                        double momentum = 0.1, double eps = 1e-5);
+// relu(batch_norm(x, ...) + residual), the end of a ResNet block, in one pass
+// over x (no batch-norm output, no sum); same values and gradients as the
+// three ops, residual of x's shape and getting its gradient too. The backward
+// masks the gradient in the pass that takes batch norm's sums (docs/layers.md).
+Tensor batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor& running_mean,
+                           const Tensor& running_var, const Tensor& weight, const Tensor& bias, bool training,
+                           double momentum = 0.1, double eps = 1e-5);
 
 // Inverted dropout: zeroes each element with probability p and scales the rest
 // by 1/(1-p) in training; the identity in eval. The mask is drawn from the

@@ -2,8 +2,9 @@
 // GpuBackend: per-channel statistics and backward sums on every version
 // against a float64 reference and against v1 (odd shapes, S = 1, one channel,
 // channels split over blocks, a large mean that a one-pass sum of squares
-// would lose in float32), the two elementwise maps, the planner, and several
-// sim schedules.
+// would lose in float32), the two elementwise maps, the fused ReLU (+ residual)
+// variants, the planner, and several sim schedules.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -173,6 +174,61 @@ TEST_P(GpuBatchNorm, AffineAndInputGradientMatchFloat64Reference) {
     }
 }
 
+// The fused variants (batch_norm_add_relu): the masked reduction on every
+// version, writing the masked gradient to a tensor of its own and over the
+// gradient itself, and the affine map with a residual and the ReLU.
+TEST_P(GpuBatchNorm, FusedReluVariantsEveryVersionMatchFloat64Reference) {
+  std::mt19937_64 rng(testing::kSeed + 924);
+  for (DType dt : {DType::float32, DType::float64})
+    for (const Shape& s : shapes()) {
+      const Channels v(s);
+      const auto opts = on(GetParam(), dt);
+      const Tensor x = testing::random_tensor(s, rng, opts, -2, 3), dy = testing::random_tensor(s, rng, opts);
+      const Tensor relu_out = testing::random_tensor(s, rng, opts, -1, 1);  // only its sign matters
+      const Tensor mean = testing::random_tensor({v.C}, rng, opts, 0, 1);
+      const Tensor residual = testing::random_tensor(s, rng, opts), scale = testing::random_tensor({v.C}, rng, opts),
+                   shift = testing::random_tensor({v.C}, rng, opts);
+      const auto xv = x.to_vector<double>(), gv = dy.to_vector<double>(), yv = relu_out.to_vector<double>(),
+                 mv = mean.to_vector<double>(), rv = residual.to_vector<double>(), av = scale.to_vector<double>(),
+                 bv = shift.to_vector<double>();
+      std::vector<double> masked(xv.size()), out(xv.size()), a(static_cast<std::size_t>(v.C)), b(a.size()),
+          abs_a(a.size()), abs_b(a.size());
+      for (std::int64_t c = 0; c < v.C; ++c)
+        for (std::int64_t n = 0; n < v.N; ++n)
+          for (std::int64_t i = 0; i < v.S; ++i) {
+            const std::size_t e = v.at(n, c, i), k = static_cast<std::size_t>(c);
+            masked[e] = yv[e] > 0 ? gv[e] : 0;
+            const double t = masked[e] * (xv[e] - mv[k]);
+            a[k] += masked[e];
+            b[k] += t;
+            abs_a[k] += std::abs(masked[e]);
+            abs_b[k] += std::abs(t);
+            out[e] = std::max(0.0, xv[e] * av[k] + bv[k] + rv[e]);
+          }
+      const double tol = dt == DType::float32 ? 1e-5 : 1e-13;
+      Tensor fused = empty(s, opts);
+      backend_for(GetParam()).batch_norm_add_relu(x, residual, scale, shift, fused);
+      EXPECT_TRUE(all_close(fused, out, tol, tol)) << s << " " << dtype_name(dt) << " add_relu";
+      for (int version = 1; version <= kVersions; ++version)
+        for (bool in_place : {false, true}) {
+          SCOPED_TRACE(::testing::Message() << s << " " << dtype_name(dt) << " version " << version
+                                            << (in_place ? " in place" : ""));
+          ScopedKernelVersion scoped("batch_norm", version);
+          const Tensor g = in_place ? dy.clone() : dy;
+          const Tensor gm = in_place ? g : empty(s, opts);
+          Tensor sa = per_channel(v, GetParam(), dt), sb = per_channel(v, GetParam(), dt);
+          backend_for(GetParam()).batch_norm_relu_backward_reduce(g, relu_out, x, mean, gm, sa, sb);
+          EXPECT_TRUE(all_close(gm, masked, 0, 0)) << "grad_masked";
+          const auto ga = sa.to_vector<double>(), gb = sb.to_vector<double>();
+          const double k = 2 * chain(version, v.M()) * eps_of(dt);
+          for (std::size_t c = 0; c < a.size(); ++c) {
+            ASSERT_NEAR(ga[c], a[c], k * abs_a[c] + 1e-300) << "channel " << c;
+            ASSERT_NEAR(gb[c], b[c], k * abs_b[c] + 1e-300) << "channel " << c;
+          }
+        }
+    }
+}
+
 TEST(GpuBatchNormPlan, PlannerSplitsOnlyWhenChannelsCannotFillTheGpu) {
   using M = kernels::BatchNormMapping;
   EXPECT_EQ(kernels::plan_batch_norm(3, 2, 3000, 1).mapping, M::thread_per_channel);
@@ -214,6 +270,14 @@ TEST(GpuBatchNormSchedules, BlockAndSplitMappingsUnderReverseAndRandomOrders) {
         backend_for(dev).batch_norm_backward_reduce(x, x, m, a, b);  // dy = x: sum(x) = M * mean, sum(x (x - mean)) = M * var
         EXPECT_TRUE(all_close(a, (m1 * static_cast<double>(v.M())).to_vector<double>(), 1e-10, 1e-12));
         EXPECT_TRUE(all_close(b, (v1 * static_cast<double>(v.M())).to_vector<double>(), 1e-10, 1e-12));
+        // Behind a ReLU whose output is positive everywhere, the masked sums are the plain ones.
+        Tensor am = per_channel(v, dev, DType::float64), bm = per_channel(v, dev, DType::float64);
+        const Tensor gm = empty(s, TensorOptions().dtype(DType::float64).device(dev));
+        backend_for(dev).batch_norm_relu_backward_reduce(x, ones(s, TensorOptions().dtype(DType::float64).device(dev)),
+                                                         x, m, gm, am, bm);
+        EXPECT_TRUE(all_close(am, a.to_vector<double>(), 0, 0));
+        EXPECT_TRUE(all_close(bm, b.to_vector<double>(), 0, 0));
+        EXPECT_TRUE(all_close(gm, x.to_vector<double>(), 0, 0));
       }
     }
   }
