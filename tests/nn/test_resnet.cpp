@@ -100,7 +100,8 @@ TEST_P(ResNetOnDevice, BasicBlockGradientsMatchFiniteDifferences) {
     block.zero_grad();
     (block(x) * v).sum().backward();
     constexpr double kEps = 1e-6;
-    for (const auto& [name, p] : block.named_parameters()) {
+    for (const auto& [name, param] : block.named_parameters()) {
+      const Tensor& p = param;  // clang 14 cannot capture a structured binding in a lambda
       ASSERT_TRUE(p.grad().defined()) << name;
       const std::vector<double> analytic = p.grad().to_vector<double>();
       std::vector<double> values = p.to_vector<double>();
