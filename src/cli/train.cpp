@@ -3,6 +3,8 @@
 // (--init, optionally with --freeze) or from where a run stopped (--resume);
 // reports the test loss and accuracy and the training speed, and (with --out)
 // keeps a CSV log and checkpoints.
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include "cli/arg_parser.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/train_ranks.h"
 #include "cli/train_start.h"
 #include "convkit/core/error.h"
 #include "convkit/data/data_loader.h"
@@ -38,6 +41,28 @@ std::shared_ptr<const data::Dataset> limit_examples(std::shared_ptr<const data::
   std::vector<std::int64_t> order = data::epoch_order(d->size(), true, seed, 0);
   order.resize(static_cast<std::size_t>(limit));
   return std::make_shared<data::Subset>(std::move(d), std::move(order));
+}
+
+// Where an interrupted epoch resumes. A checkpoint counts steps of its own
+// run, `ranks x batch` images each, taken in epoch order (data::Shard
+// interleaves the ranks); with other ranks or another batch the same images
+// done are a different number of steps, rounded down: a few images of the
+// epoch are then seen twice, none skipped.
+std::int64_t resumed_step(const io::Checkpoint& ck, std::int64_t batch, int ranks) {
+  if (ck.step == 0) return 0;
+  const auto number = [&](const char* key) -> std::int64_t {
+    const std::optional<std::string> v = ck.get_metadata(key);
+    if (!v) return 0;  // a checkpoint of a one-rank run made before ranks were recorded
+    std::int64_t n = 0;
+    const auto [end, error] = std::from_chars(v->data(), v->data() + v->size(), n);
+    CK_CHECK(error == std::errc() && end == v->data() + v->size() && n > 0, "--resume: the checkpoint's '",
+             key, "' is '", *v, "', not a positive whole number");
+    return n;
+  };
+  const std::int64_t saved_ranks = std::max<std::int64_t>(1, number("ranks"));
+  const std::int64_t saved_batch = number("batch") > 0 ? number("batch") : batch;
+  const std::int64_t images_done = ck.step * saved_batch * saved_ranks;
+  return images_done / (batch * ranks);
 }
 
 std::string history_json(const train::History& history) {
@@ -84,13 +109,40 @@ constexpr const char* kTrainUsage =
     "                    model's top-level layers, or a path such as features.3)\n"
     "  --profile         per-layer forward/backward times\n"
     "  --progress P      auto (default: a bar on a terminal, else a line per epoch), bar, lines, none\n"
-    "  --json            end with one line of JSON\n";
+    "  --json            end with one line of JSON\n"
+    "Data-parallel: mpirun -np N convkit train MODEL [options] trains on N ranks, each\n"
+    "reading its own shard with --batch images per step (N x B in all); rank 0 prints\n"
+    "and writes --out; --resume works with any number of ranks (docs/distributed.md).\n";
+
+namespace {
+
+int train_on(const Args& args, const std::shared_ptr<dist::ProcessGroup>& group);
+
+}  // namespace
 
 int run_train(const Args& args) {
   if (help_requested(args)) {
     std::fputs(with_algo_names(kTrainUsage).c_str(), stdout);
     return 0;
   }
+  const std::shared_ptr<dist::ProcessGroup> group = join_training_job();
+  if (!group || group->size() == 1) return train_on(args, group);
+  try {
+    return train_on(args, group);
+  } catch (const Error& e) {
+    // Every rank may fail, or one alone (its shard held the corrupt file).
+    std::string what = e.what();
+    if (what.rfind("train: ", 0) == 0) what.erase(0, 7);
+    throw Error("train: rank " + std::to_string(group->rank()) + " of " +
+                std::to_string(group->size()) + ": " + what);
+  }
+}
+
+namespace {
+
+int train_on(const Args& args, const std::shared_ptr<dist::ProcessGroup>& group) {
+  const int rank = group ? group->rank() : 0;
+  const int ranks = group ? group->size() : 1;
   const auto started = std::chrono::steady_clock::now();
   const ParsedArgs p(args, "train",
                      {{"data", true}, {"device", true}, {"algo", true}, {"batch", true},
@@ -176,11 +228,15 @@ int run_train(const Args& args) {
   train_opts.workers = workers;
   train_opts.preprocessing = preprocessing;
   if (p.flag("augment")) train_opts.augmentation = default_augmentation(spec.kind);
-  data::DataLoader train_loader(splits.train, train_opts);
   data::DataLoaderOptions test_opts = train_opts;
   test_opts.batch_size = std::max<std::int64_t>(batch, 256);
   test_opts.shuffle = false;
   test_opts.augmentation = data::Augmentation();
+  // Training shards are padded to equal length (every rank takes the same
+  // number of steps); the test set's are not, so each image counts once.
+  train_opts.shard = data::Shard{rank, ranks, data::ShardPadding::repeat};
+  test_opts.shard = data::Shard{rank, ranks, data::ShardPadding::none};
+  data::DataLoader train_loader(splits.train, train_opts);
   data::DataLoader test_loader(splits.test, test_opts);
 
   std::unique_ptr<optim::Optimizer> optimizer =
@@ -203,8 +259,9 @@ int run_train(const Args& args) {
     io::restore_generator(ck);
     if (scheduler) scheduler->set_last_epoch(ck.epoch);
     fit.initial_epoch = ck.epoch;
-    fit.initial_step = ck.step;
+    fit.initial_step = std::min(resumed_step(ck, batch, ranks), train_loader.num_batches() - 1);
   }
+  fit.process_group = group;
   fit.device = device;
   fit.profile = p.flag("profile");
   if (!p.flag("no-validation")) fit.validation = &test_loader;
@@ -214,7 +271,7 @@ int run_train(const Args& args) {
                                        : train::ProgressMode::automatic;
   if (scheduler) fit.callbacks.push_back(std::make_shared<train::LRSchedulerCallback>(scheduler));
   const auto out_dir = p.value("out");
-  if (out_dir) {
+  if (out_dir && rank == 0) {  // rank 0 writes for the job
     create_output_dir(*out_dir);
     fit.callbacks.push_back(std::make_shared<train::CSVLogger>(
         (std::filesystem::path(*out_dir) / "log.csv").string(), resume.has_value()));
@@ -227,7 +284,9 @@ int run_train(const Args& args) {
     ck.metadata = {{spec_file ? "spec_file" : "zoo", model_name},
                    {"data", spec.text},
                    {"seed", std::to_string(seed)},
-                   {"classes", join_lines(splits.class_names)}};
+                   {"classes", join_lines(splits.class_names)},
+                   {"ranks", std::to_string(ranks)},
+                   {"batch", std::to_string(batch)}};
     if (init) ck.metadata.emplace_back("init", *init);
     if (!frozen.empty()) ck.metadata.emplace_back("frozen", *p.value("freeze"));
     fit.callbacks.push_back(std::make_shared<train::ModelCheckpoint>(ck));
@@ -242,6 +301,10 @@ int run_train(const Args& args) {
   std::printf("%s lr %g (%s), batch %lld, %lld epochs, seed %llu, %d workers\n",
               optimizer_name.c_str(), lr, schedule.c_str(), static_cast<long long>(batch),
               static_cast<long long>(epochs), static_cast<unsigned long long>(seed), workers);
+  if (ranks > 1)
+    std::printf("data-parallel: %d ranks (%s), batch %lld per rank, %lld per step in all\n", ranks,
+                group->backend().c_str(), static_cast<long long>(batch),
+                static_cast<long long>(batch * ranks));
   if (init) std::printf("weights from %s%s\n", init->c_str(), p.flag("new-head") ? " (a fresh last layer)" : "");
   if (!frozen.empty())
     std::printf("frozen through layer %s: %zu parameter tensors (%s ... %s)\n", p.value("freeze")->c_str(),
@@ -260,7 +323,9 @@ int run_train(const Args& args) {
     std::fflush(stdout);
     return 128 + (at.signal ? at.signal : SIGINT);
   }
-  const train::EvalResult test = train::evaluate(*model, test_loader);
+  train::EvaluateOptions test_options;
+  test_options.process_group = group;
+  const train::EvalResult test = train::evaluate(*model, test_loader, test_options);
 
   double train_seconds = 0, train_images = 0;
   for (const train::EpochLogs& e : history.epochs) {
@@ -298,6 +363,7 @@ int run_train(const Args& args) {
         .add("schedule", schedule)
         .add("epochs", static_cast<std::int64_t>(history.epochs.size()))
         .add("batch", batch)
+        .add("ranks", static_cast<std::int64_t>(ranks))
         .add("seed", static_cast<std::int64_t>(seed))
         .add("augment", p.flag("augment"))
         .add("train_images", splits.train->size())
@@ -314,5 +380,7 @@ int run_train(const Args& args) {
   }
   return 0;
 }
+
+}  // namespace
 
 }  // namespace convkit::cli

@@ -10,6 +10,8 @@
 #include "convkit/core/error.h"
 #include "convkit/data/data_loader.h"
 #include "convkit/data/preprocessing.h"
+#include "convkit/dist/distributed_data_parallel.h"
+#include "convkit/dist/process_group.h"
 #include "convkit/nn/module.h"
 #include "convkit/ops/elementwise.h"
 #include "convkit/ops/factory.h"
@@ -19,6 +21,7 @@
 #include "convkit/train/progress.h"
 #include "convkit/train/stop_signal.h"
 #include "train/nonfinite.h"
+#include "train/rank_agreement.h"
 
 namespace convkit::train {
 
@@ -61,14 +64,27 @@ class RunningMetrics {
     examples_ += n;
   }
   std::int64_t examples() const { return examples_; }
-  double loss() const { return examples_ ? loss_sum_.item() / static_cast<double>(examples_) : 0.0; }
+  double loss() const {
+    return examples_ ? loss_sum() / static_cast<double>(examples_) : 0.0;
+  }
   double accuracy() const {
-    return examples_ ? correct_.item() / static_cast<double>(examples_) : 0.0;
+    return examples_ ? correct() / static_cast<double>(examples_) : 0.0;
+  }
+  // From here on the metrics cover the examples of every rank of `group`;
+  // every rank must call it at the same point. Nothing may be added after.
+  void sum_over_ranks(dist::ProcessGroup* group) {
+    double loss = loss_sum(), right = correct();
+    detail::sum_over_ranks(group, loss, right, examples_);
+    totals_ = {loss, right};
   }
 
  private:
+  double loss_sum() const { return totals_ ? totals_->first : loss_sum_.item(); }
+  double correct() const { return totals_ ? totals_->second : correct_.item(); }
+
   Tensor loss_sum_, correct_;
   std::int64_t examples_ = 0;
+  std::optional<std::pair<double, double>> totals_;  // over the ranks, once summed
 };
 
 void check_classes(const Tensor& logits, const data::DataLoader& loader, const char* who) {
@@ -109,6 +125,8 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
   ProgressMode mode = options.progress;
   if (mode == ProgressMode::automatic)
     mode = (&out == &std::cout && is_terminal(stdout)) ? ProgressMode::bar : ProgressMode::lines;
+  dist::ProcessGroup* group = options.process_group.get();
+  if (group && group->rank() != 0) mode = ProgressMode::none;  // rank 0 speaks for the job
 
   std::optional<FlushDenormalGuard> denormals;
   if (options.flush_denormals) denormals.emplace(true);
@@ -116,6 +134,13 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
   TrainContext context{model, optimizer, train_loader.preprocessing(), history, options.epochs};
   std::unique_ptr<LayerProfiler> profiler;
   if (options.profile) profiler = std::make_unique<LayerProfiler>(model, device);
+  // Several ranks: the same model on each (rank 0's weights, broadcast now),
+  // gradients averaged over the ranks during backward. Callbacks still see
+  // `model` itself, so checkpoints hold its names, not the wrapper's.
+  std::shared_ptr<dist::DistributedDataParallel> ddp;
+  if (group && group->size() > 1)
+    ddp = std::make_shared<dist::DistributedDataParallel>(
+        std::shared_ptr<nn::Module>(std::shared_ptr<nn::Module>(), &model), options.process_group);
   const LossKind requested = options.loss;
 
   std::optional<SignalStopGuard> signals;
@@ -160,7 +185,7 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
       const Tensor images = batch->images.to(device);
       const Tensor labels = batch->labels.to(device);
 
-      const Tensor logits = profiler ? profiler->forward(images) : model(images);
+      const Tensor logits = profiler ? profiler->forward(images) : ddp ? (*ddp)(images) : model(images);
       if (step == 0 && epoch == options.initial_epoch) check_classes(logits, train_loader, "fit");
       const LossKind kind = resolve_loss(requested, logits);
       auto compute = [&] { return compute_loss(kind, logits, labels); };
@@ -172,15 +197,20 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
         optimizer.zero_grad();
         loss.backward();
       }
-      bool finite = true;
-      if (options.nonfinite != NonFinite::unchecked && !detail::step_sum_is_finite(model, loss)) {
-        const std::optional<std::string> culprit = detail::locate_nonfinite(model, images, loss);
-        finite = !culprit.has_value();
-        CK_CHECK(finite || options.nonfinite == NonFinite::skip_step, "fit: epoch ", epoch + 1,
-                 ", step ", step + 1, ": ", *culprit,
-                 "; a learning rate that is too high is the usual cause "
-                 "(FitOptions::nonfinite = NonFinite::skip_step skips such steps)");
-      }
+      std::optional<std::string> culprit;
+      if (options.nonfinite != NonFinite::unchecked && !detail::step_sum_is_finite(model, loss))
+        culprit = detail::locate_nonfinite(model, images, loss);
+      // Every rank takes the same branch: a rank's own loss can be bad while
+      // the averaged gradients are fine, and a signal reaches the ranks at
+      // different steps.
+      const detail::StepVerdict verdict = detail::agree_on_step(group, culprit.has_value(), stop_requested());
+      const bool finite = !verdict.any_nonfinite;
+      CK_CHECK(finite || options.nonfinite == NonFinite::skip_step, "fit: epoch ", epoch + 1,
+               ", step ", step + 1, ": ",
+               culprit ? *culprit : std::string("another rank's loss or gradients were not finite"),
+               "; a learning rate that is too high is the usual cause "
+               "(FitOptions::nonfinite = NonFinite::skip_step skips such steps)");
+      if (verdict.any_stop && !stop_requested()) request_stop();
       if (finite) {
         if (profiler) profiler->optimizer([&] { optimizer.step(); });
         else optimizer.step();
@@ -208,6 +238,7 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
       break;
     }
     // Reading the loss waits for the device, so `seconds` covers queued work too.
+    metrics.sum_over_ranks(group);
     const double train_loss = metrics.loss();
     const double seconds = seconds_since(start);
     CK_CHECK(std::isfinite(train_loss), "fit: the training loss became ", train_loss,
@@ -219,7 +250,7 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
     logs.set("accuracy", metrics.accuracy());
     if (options.validation) {
       const EvalResult val =
-          evaluate(model, *options.validation, EvaluateOptions{requested, device, 0});
+          evaluate(model, *options.validation, EvaluateOptions{requested, device, 0, options.process_group});
       logs.set("val_loss", val.loss);
       logs.set("val_accuracy", val.accuracy);
       logs.set("val_seconds", val.seconds);
@@ -279,6 +310,7 @@ EvalResult evaluate(nn::Module& model, data::DataLoader& loader, const EvaluateO
     metrics.add(kind, logits, labels, compute_loss(kind, logits, labels));
     ++batches;
   }
+  metrics.sum_over_ranks(options.process_group.get());
   EvalResult result;
   result.loss = metrics.loss();
   result.accuracy = metrics.accuracy();

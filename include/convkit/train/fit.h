@@ -32,6 +32,7 @@
 namespace convkit::nn { class Module; }
 namespace convkit::optim { class Optimizer; }
 namespace convkit::data { class DataLoader; class Preprocessing; }
+namespace convkit::dist { class ProcessGroup; }
 
 namespace convkit::train {
 
@@ -94,6 +95,17 @@ struct FitOptions {
   // convkit/train/stop_signal.h); a second signal exits at once. Whether or
   // not this is set, train::request_stop() ends fit() the same way.
   bool stop_on_signal = false;
+  // Data-parallel training (docs/distributed.md). With a group of several
+  // ranks, every rank calls fit() with the same options and a loader that
+  // reads its own shard (data::DataLoaderOptions::shard); the model is
+  // wrapped in dist::DistributedDataParallel, so it starts from rank 0's
+  // parameters and buffers and each step applies the gradient averaged over
+  // the ranks. An epoch's loss, accuracy, images/s and validation cover the
+  // examples of every rank; only rank 0 shows progress; the ranks agree at
+  // each step on stopping (a signal, request_stop) and on a non-finite step.
+  // Callbacks run on every rank: give the ones that write files to rank 0
+  // alone, as `convkit train` does. Null, or one rank: plain training.
+  std::shared_ptr<dist::ProcessGroup> process_group;
 };
 
 // Trains `model` with `optimizer` on `train_loader` (in training mode; the
@@ -118,6 +130,9 @@ struct EvaluateOptions {
   LossKind loss = LossKind::automatic;
   std::optional<Device> device;  // as FitOptions::device
   std::int64_t max_batches = 0;  // 0: every batch
+  // Several ranks, each evaluating its own shard of the loader's data set:
+  // the result covers every rank's examples (each counted once).
+  std::shared_ptr<dist::ProcessGroup> process_group;
 };
 
 // Mean loss and accuracy over one pass of `loader` (its epoch 0), in eval
