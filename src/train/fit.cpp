@@ -288,7 +288,9 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
 EvalResult evaluate(nn::Module& model, data::DataLoader& loader, const EvaluateOptions& options) {
   CK_CHECK(options.max_batches >= 0, "evaluate: max_batches must be >= 0, got ",
            options.max_batches);
-  CK_CHECK(loader.num_batches() > 0, "evaluate: the loader yields no batch (",
+  // A rank's shard of a small test set may be empty; the job's may not.
+  const bool several_ranks = options.process_group && options.process_group->size() > 1;
+  CK_CHECK(several_ranks || loader.num_batches() > 0, "evaluate: the loader yields no batch (",
            loader.dataset().size(), " examples)");
   const Device device = options.device.value_or(module_device(model));
   if (options.device) model.to(device);
@@ -311,6 +313,8 @@ EvalResult evaluate(nn::Module& model, data::DataLoader& loader, const EvaluateO
     ++batches;
   }
   metrics.sum_over_ranks(options.process_group.get());
+  CK_CHECK(metrics.examples() > 0, "evaluate: no rank's loader yielded a batch (",
+           loader.dataset().size(), " examples)");
   EvalResult result;
   result.loss = metrics.loss();
   result.accuracy = metrics.accuracy();
