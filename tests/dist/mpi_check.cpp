@@ -97,12 +97,18 @@ void check_collectives(dist::ProcessGroup& g) {
 
   // Issue order is run order: broadcasting the last rank's values and then
   // summing gives size x its values; the other order would give the sum.
+  // Both are queued behind a 30 MB allreduce, so the group's thread finds
+  // them waiting together and must pick the first.
+  Tensor big = filled(7'500'000, rank, DType::float32);
+  auto big_work = g.allreduce_sum(big);
   Tensor ordered = filled(5, rank, DType::float64);
   auto first = g.broadcast(ordered, size - 1);
   auto second = g.allreduce_sum(ordered);
   second->wait();
   first->wait();
+  big_work->wait();
   expect_values(ordered, [&](std::int64_t i) { return size * value(i, size - 1); }, rank, "broadcast then allreduce");
+  expect_values(big, summed, rank, "allreduce_sum float32 [7500000] (30 MB)");
 
   // A bad tensor is refused on the calling thread and takes no turn.
   try {
@@ -111,10 +117,6 @@ void check_collectives(dist::ProcessGroup& g) {
   } catch (const Error&) {
   }
 
-  // 30 MB.
-  Tensor big = filled(7'500'000, rank, DType::float32);
-  g.allreduce_sum(big)->wait();
-  expect_values(big, summed, rank, "allreduce_sum float32 [7500000]");
   g.barrier();
 }
 
