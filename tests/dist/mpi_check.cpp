@@ -3,8 +3,10 @@
 // collectives  values of allreduce_sum and broadcast, many in flight, odd,
 //              empty and 30 MB tensors; prints "rank R: ok" per rank
 // hang         rank 1 stops issuing collectives; rank 0 must time out
+// hang-root    the same with rank 0 stopped: rank 1 must name it
 // leave        rank 1's program ends early; rank 0 must abort at once
 // kill         rank 1 kills itself (SIGKILL) mid-job
+// throw        an exception escapes rank 1's main
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -136,8 +138,8 @@ int main(int argc, char** argv) {
     return failures ? 1 : 0;
   }
   issue_some(*g, 3);
-  if (mode == "hang") {
-    if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(120));
+  if (mode == "hang" || mode == "hang-root") {
+    if (rank == (mode == "hang" ? 1 : 0)) std::this_thread::sleep_for(std::chrono::seconds(120));
     issue_some(*g, 1);  // #4, which rank 1 never reaches
   } else if (mode == "leave") {
     if (rank == 1) return 3;
@@ -145,8 +147,11 @@ int main(int argc, char** argv) {
   } else if (mode == "kill") {
     if (rank == 1) std::raise(SIGKILL);
     issue_some(*g, 1);
+  } else if (mode == "throw") {
+    if (rank == 1) throw Error("rank 1 gives up");
+    issue_some(*g, 1);
   } else {
-    std::fprintf(stderr, "usage: mpi_check collectives|hang|leave|kill\n");
+    std::fprintf(stderr, "usage: mpi_check collectives|hang|hang-root|leave|kill|throw\n");
     return 2;
   }
   std::printf("rank %d: got past the failure\n", rank);
