@@ -12,9 +12,12 @@ option(CONVKIT_MPI "Build the MPI process group (dist::world() under mpirun)" ${
 if(CONVKIT_MPI)
   find_package(MPI REQUIRED COMPONENTS CXX)
   set(CONVKIT_HAVE_MPI 1)
-  # For convkit.pc's Libs.private: a static link needs libmpi too.
+  # For convkit.pc's Libs.private: a static link needs libmpi too, and not
+  # the C++ bindings' library, which the wrapper names and nothing uses.
   set(convkit_pc_mpi_libs "")
-  foreach(lib IN LISTS MPI_CXX_LIBRARIES)
+  set(mpi_libs ${MPI_CXX_LIBRARIES})
+  list(FILTER mpi_libs EXCLUDE REGEX "mpi_?cxx")
+  foreach(lib IN LISTS mpi_libs)
     string(APPEND convkit_pc_mpi_libs " ${lib}")
   endforeach()
 else()
