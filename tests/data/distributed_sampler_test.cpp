@@ -122,15 +122,19 @@ TEST(DistributedSampler, ShardsAreDisjointAndCoverTheEpoch) {
               const RankEpoch e = read_epoch(loader, epoch);
               if (rank == 0) steps = loader.num_batches();
               // Unpadded shards may differ by one sample, hence one step.
-              if (uneven)
+              if (uneven) {
                 EXPECT_LE(steps - loader.num_batches(), 1) << "rank " << rank;
-              else
+                EXPECT_GE(steps - loader.num_batches(), 0) << "rank " << rank;
+              } else {
                 EXPECT_EQ(loader.num_batches(), steps) << "rank " << rank;
+              }
               for (std::size_t s = 0; s < e.indices.size(); ++s) {
                 const auto& idx = e.indices[s];
                 ASSERT_LE(e.padding[s], static_cast<std::int64_t>(idx.size()));
                 // Padding only in the final step, and as the batch's tail.
-                if (s + 1 < e.indices.size()) EXPECT_EQ(e.padding[s], 0);
+                if (s + 1 < e.indices.size()) {
+                  EXPECT_EQ(e.padding[s], 0);
+                }
                 const auto real_end = idx.end() - e.padding[s];
                 real.insert(idx.begin(), real_end);
                 padded += e.padding[s];
@@ -150,7 +154,7 @@ TEST(DistributedSampler, ShardsAreDisjointAndCoverTheEpoch) {
             } else if (uneven) {
               EXPECT_EQ(padded, 0);
             } else {
-              EXPECT_EQ(padded, data::shard_size(n, world, false) * world - n);
+              EXPECT_EQ(padded, data::shard_size(n, data::Shard{0, world}, false) * world - n);
             }
           }
         }
