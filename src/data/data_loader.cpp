@@ -4,6 +4,7 @@
 // number); the threads only change when it is ready.
 #include "convkit/data/data_loader.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -35,6 +36,7 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   CK_CHECK(options_.workers >= 0, "DataLoader: workers must be >= 0, got ", options_.workers);
   CK_CHECK(options_.max_queue_size >= 1, "DataLoader: max_queue_size must be >= 1, got ",
            options_.max_queue_size);
+  check_shard(options_.shard);
   options_.augmentation.validate();
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
@@ -51,7 +53,8 @@ DataLoader::~DataLoader() {
 }
 
 std::int64_t DataLoader::num_batches() const {
-  const std::int64_t n = dataset_->size(), b = options_.batch_size;
+  const std::int64_t n = shard_size(dataset_->size(), options_.shard, options_.drop_last);
+  const std::int64_t b = options_.batch_size;
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
@@ -67,7 +70,8 @@ void DataLoader::start_epoch(std::uint64_t epoch, std::int64_t first_batch) {
   CK_CHECK(first_batch >= 0 && first_batch <= num_batches(), "DataLoader::start_epoch: first_batch ",
            first_batch, " is outside [0, ", num_batches(), "]");
   std::vector<std::int64_t> order =
-      epoch_order(dataset_->size(), options_.shuffle, options_.seed, epoch);
+      shard_of(epoch_order(dataset_->size(), options_.shuffle, options_.seed, epoch),
+               options_.shard, options_.drop_last);
   {
     std::lock_guard lock(mutex_);
     ++generation_;
@@ -93,6 +97,15 @@ std::vector<std::int64_t> DataLoader::batch_indices(std::int64_t b) const {
   const std::int64_t begin = b * options_.batch_size;
   const std::int64_t end = std::min(begin + options_.batch_size, n);
   return std::vector<std::int64_t>(order_.begin() + begin, order_.begin() + end);
+}
+
+std::int64_t DataLoader::padding_in_batch(std::int64_t b) const {
+  const std::int64_t n = dataset_->size();
+  const std::int64_t size = shard_size(n, options_.shard, options_.drop_last);
+  const std::int64_t real = size - shard_padding(n, options_.shard, options_.drop_last);
+  const std::int64_t begin = b * options_.batch_size;
+  const std::int64_t end = std::min(begin + options_.batch_size, size);
+  return std::max<std::int64_t>(0, end - std::max(begin, real));
 }
 
 std::optional<Batch> DataLoader::build_batch(const std::vector<std::int64_t>& indices,
@@ -207,6 +220,7 @@ std::optional<Batch> DataLoader::next() {
   lock.unlock();
   work_cv_.notify_all();  // the window moved: one more batch may be claimed
   Batch batch = std::move(*ready.batch);
+  batch.padding = padding_in_batch(b);
   if (options_.device != kCPU) {
     batch.images = batch.images.to(options_.device);
     batch.labels = batch.labels.to(options_.device);

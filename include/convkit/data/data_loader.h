@@ -8,6 +8,13 @@
 // keyed by (seed, e); a sample's augmentation is keyed by (seed, e, dataset
 // index). Workers only decide *when* a batch is ready, never what is in it.
 //
+// Data parallelism: with shard.world_size W > 1 the loader reads only rank
+// shard.rank's part of each epoch order (distributed_sampler.h): positions
+// rank, rank + W, ... The order is the same on every rank, so the ranks'
+// shards are disjoint and step s of all ranks together is step s of one rank
+// with W times the batch size. A sample is augmented the same on whichever rank
+// reads it, since its key does not involve the rank.
+//
 // Per sample: dataset.get(i) -> preprocessing.apply_geometry ->
 // augmentation -> preprocessing.apply_values. Batches are float32
 // [N, C, H, W] images and int64 [N] labels, moved to `device` by the
@@ -28,6 +35,7 @@
 #include "convkit/core/tensor.h"
 #include "convkit/data/augmentation.h"
 #include "convkit/data/dataset.h"
+#include "convkit/data/distributed_sampler.h"
 #include "convkit/data/preprocessing.h"
 
 namespace convkit::data {
@@ -36,19 +44,32 @@ struct Batch {
   Tensor images;                      // float32 [N, C, H, W]
   Tensor labels;                      // int64 [N]
   std::vector<std::int64_t> indices;  // dataset indices, in batch order
+  // The last `padding` samples repeat samples that another rank reads this
+  // epoch: they only even out the shards (several ranks, ShardPadding::repeat,
+  // no drop_last). Training uses them like any sample, as PyTorch does;
+  // evaluation must leave them out of its sums so no sample counts twice
+  // (or read with ShardPadding::none, which has none).
+  std::int64_t padding = 0;
+  std::int64_t real_size() const { return static_cast<std::int64_t>(indices.size()) - padding; }
 };
 
 struct DataLoaderOptions {
   std::int64_t batch_size = 32;
   bool shuffle = true;
   std::uint64_t seed = 0;
-  bool drop_last = false;  // drop a final batch smaller than batch_size
+  // Drop a final batch smaller than batch_size and, with several ranks, the
+  // epoch's last n mod world_size samples, so the shards are even without
+  // padding.
+  bool drop_last = false;
   int workers = 0;         // 0: batches are prepared on the consumer's thread
   // Batches prepared or being prepared ahead of the consumer, at most.
   std::int64_t max_queue_size = 4;
   Preprocessing preprocessing = Preprocessing::identity();
   Augmentation augmentation;  // off by default
   Device device = kCPU;
+  // The part of each epoch this process reads. batch_size is per rank: the
+  // job's batch is batch_size x shard.world_size.
+  Shard shard;
 };
 
 class DataLoader {
@@ -59,7 +80,9 @@ class DataLoader {
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
-  std::int64_t num_batches() const;  // per epoch
+  // Per epoch, of this rank: the same on every rank unless the shard's
+  // padding is ShardPadding::none.
+  std::int64_t num_batches() const;
   const DataLoaderOptions& options() const { return options_; }
   const Dataset& dataset() const { return *dataset_; }
   // What a checkpoint stores, so predict repeats it.
@@ -118,6 +141,7 @@ class DataLoader {
   std::optional<Batch> build_batch(const std::vector<std::int64_t>& indices,
                                    std::uint64_t epoch) const;
   std::vector<std::int64_t> batch_indices(std::int64_t b) const;  // requires the lock or no workers
+  std::int64_t padding_in_batch(std::int64_t b) const;
   void worker_loop();
   void end_epoch_locked();
 
@@ -133,7 +157,7 @@ class DataLoader {
   bool started_ = false;         // start_epoch has been called
   std::uint64_t epoch_ = 0;
   std::uint64_t generation_ = 0; // bumped per epoch: stale work is dropped
-  std::vector<std::int64_t> order_;
+  std::vector<std::int64_t> order_;  // this rank's shard of the epoch order
   std::int64_t next_to_claim_ = 0;
   std::int64_t next_to_consume_ = 0;
   std::map<std::int64_t, Ready> ready_;
