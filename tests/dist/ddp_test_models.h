@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "support/support.h"
+#include <convkit/convkit.h>
 
 namespace convkit::testing {
 
@@ -17,7 +17,8 @@ struct Batch {
   Tensor x;  // [B, 2, 5, 5]
   Tensor y;  // int64 [B], in [0, 3)
 };
-// `steps` batches of `batch` samples, from a fixed seed.
+// `steps` batches of `batch` samples, from a fixed seed. Free of gtest, so
+// the MPI check program (ddp_mpi_check.cpp) shares them.
 std::vector<Batch> training_batches(int steps, std::int64_t batch);
 // Rank r's part of a global batch: samples r, r + size, r + 2 size, ...
 Batch shard(const Batch& global, int rank, int size);
@@ -26,7 +27,8 @@ Batch shard(const Batch& global, int rank, int size);
 // may be a DistributedDataParallel wrapping it).
 void train_sgd(nn::Module& forward, const std::vector<Batch>& batches);
 
-// max |a - b| over every parameter and buffer of two models of the same type.
+// max |a - b| over every parameter and buffer of two models of the same
+// type; throws when their state dicts name different tensors.
 double max_state_difference(const nn::Module& a, const nn::Module& b);
 
 }  // namespace convkit::testing

@@ -54,8 +54,10 @@ void ThreadGroups::meet(int rank, const std::string& kind, const Tensor& tensor,
   if (arrived_ == 0) {
     kind_ = kind;
     root_ = root;
-  } else if (kind != kind_ || root != root_ || tensor.defined() != slots_[0].defined() ||
-             (tensor.defined() && slots_[0].defined() && tensor.shape() != slots_[0].shape())) {
+    has_tensor_ = tensor.defined();
+    if (has_tensor_) shape_ = tensor.shape();
+  } else if (kind != kind_ || root != root_ || tensor.defined() != has_tensor_ ||
+             (has_tensor_ && tensor.shape() != shape_)) {
     mismatched_ = true;
   }
   slots_[static_cast<std::size_t>(rank)] = tensor;

@@ -68,6 +68,8 @@ class ThreadGroups {
   int arrived_ = 0;
   std::string kind_;
   int root_ = 0;
+  bool has_tensor_ = false;  // the first rank's, and its shape
+  Shape shape_;
   std::vector<Tensor> slots_;
   bool mismatched_ = false;
 };

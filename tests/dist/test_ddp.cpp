@@ -179,7 +179,9 @@ void expect_ranks_match_one_rank(int ranks, bool batchnorm, bool sync_batchnorm,
   for (int r = 0; r < ranks; ++r) models.push_back(small_conv_net(r == 0 ? 7 : 100 + static_cast<std::uint64_t>(r), batchnorm));
   groups.run([&](int rank) {
     auto group = groups.group(rank);
-    if (sync_batchnorm) EXPECT_EQ(dist::convert_sync_batchnorm(*models[static_cast<std::size_t>(rank)], group), 1u);
+    if (sync_batchnorm) {
+      EXPECT_EQ(dist::convert_sync_batchnorm(*models[static_cast<std::size_t>(rank)], group), 1u);
+    }
     // A small cap: several buckets, issued during backward.
     DistributedDataParallel ddp(models[static_cast<std::size_t>(rank)], group,
                                 DistributedDataParallelOptions().bucket_cap_mb(cap_for_floats(50)));
