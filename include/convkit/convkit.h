@@ -47,6 +47,8 @@
 #include "convkit/optim/optimizer_spec.h"
 #include "convkit/io/checkpoint.h"
 #include "convkit/io/safetensors.h"
+#include "convkit/dist/distributed_data_parallel.h"
+#include "convkit/dist/sync_batchnorm.h"
 #include "convkit/models/zoo.h"
 #include "convkit/data/dataset.h"
 #include "convkit/data/idx.h"

@@ -1,6 +1,7 @@
 // Backward pass: a topological walk of the graph from the root. Gradients for
 // a node are summed until every edge into it has delivered, then the node
 // runs. Ready nodes run newest first, as PyTorch's engine does.
+#include <functional>
 #include <queue>
 #include "core/op_scope.h"
 #include <unordered_map>
@@ -15,6 +16,37 @@ namespace convkit::autograd {
 
 namespace {
 thread_local BackwardObserver* t_observer = nullptr;
+// The callbacks of the backward pass running on this thread; null outside
+// one. A backward run from inside a node or a callback gets its own queue.
+thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
+
+class CallbackQueueScope {
+ public:
+  CallbackQueueScope() : previous_(t_callbacks) { t_callbacks = &queue_; }
+  ~CallbackQueueScope() { t_callbacks = previous_; }
+  CallbackQueueScope(const CallbackQueueScope&) = delete;
+  CallbackQueueScope& operator=(const CallbackQueueScope&) = delete;
+  // Index loop: a callback may queue more.
+  void run() {
+    for (std::size_t i = 0; i < queue_.size(); ++i) {
+      std::function<void()> fn = std::move(queue_[i]);
+      fn();
+    }
+    queue_.clear();
+  }
+
+ private:
+  std::vector<std::function<void()>> queue_;
+  std::vector<std::function<void()>>* previous_;
+};
+}  // namespace
+
+void queue_callback(std::function<void()> fn) {
+  CK_CHECK(t_callbacks != nullptr,
+           "queue_callback: no backward pass is running on this thread (call it from a hook or a "
+           "node's backward)");
+  CK_CHECK(fn != nullptr, "queue_callback: the callback is empty");
+  t_callbacks->push_back(std::move(fn));
 }
 
 BackwardObserver* set_backward_observer(BackwardObserver* observer) {
@@ -29,6 +61,7 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   CK_CHECK(grad.shape() == root.shape(), "backward: gradient of shape ", grad.shape(),
            " does not match the tensor's shape ", root.shape());
   NoGradGuard no_grad;
+  CallbackQueueScope callbacks;
   std::shared_ptr<Node> start = gradient_edge(root);
 
   // Count the edges into each node.
@@ -75,6 +108,7 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
       if (--dependencies[next] == 0) ready.push(next);
     }
   }
+  callbacks.run();
 }
 
 }  // namespace convkit::autograd

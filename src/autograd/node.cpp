@@ -8,6 +8,7 @@ namespace convkit::autograd {
 
 namespace {
 std::atomic<std::uint64_t> g_next_sequence{0};
+std::atomic<std::uint64_t> g_next_hook_handle{1};
 }
 
 Node::Node(std::string name) : name_(std::move(name)), sequence_(g_next_sequence++) {}
@@ -55,7 +56,29 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
   } else {
     leaf->grad.add_(grad_output);
   }
+  if (!leaf->post_accumulate_grad_hooks.empty()) {
+    const Tensor handle(leaf);
+    // A hook may remove hooks (its own included): run a copy of the list.
+    const auto hooks = leaf->post_accumulate_grad_hooks;
+    for (const auto& entry : hooks) entry.second(handle);
+  }
   return {};
+}
+
+std::uint64_t register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulateGradHook hook) {
+  CK_CHECK(leaf.defined(), "register_post_accumulate_grad_hook: the tensor is undefined");
+  CK_CHECK(leaf.requires_grad() && leaf.is_leaf(), "register_post_accumulate_grad_hook: the tensor of shape ",
+           leaf.shape(), " is not a leaf that requires grad (no gradient is accumulated into it)");
+  CK_CHECK(hook != nullptr, "register_post_accumulate_grad_hook: the hook is empty");
+  const std::uint64_t handle = g_next_hook_handle++;
+  leaf.impl()->post_accumulate_grad_hooks.emplace_back(handle, std::move(hook));
+  return handle;
+}
+
+void remove_post_accumulate_grad_hook(const Tensor& leaf, std::uint64_t handle) {
+  if (!leaf.defined()) return;
+  auto& hooks = leaf.impl()->post_accumulate_grad_hooks;
+  std::erase_if(hooks, [handle](const auto& entry) { return entry.first == handle; });
 }
 
 bool exclusively_owned(const Tensor& grad) {

@@ -79,9 +79,12 @@ Tensor BatchNormBase::normalise(const Tensor& x, bool relu, const Tensor& residu
   // [N, C, L] is normalised as [N, C, L, 1], which batch_norm accepts.
   const Tensor input = x.dim() == 3 ? x.unsqueeze(-1) : x;
   const Tensor rm = track ? running_mean : Tensor(), rv = track ? running_var : Tensor();
+  const Tensor res = residual.defined() && x.dim() == 3 ? residual.unsqueeze(-1) : residual;
   Tensor y;
-  if (residual.defined()) {
-    y = batch_norm_add_relu(input, x.dim() == 3 ? residual.unsqueeze(-1) : residual, rm, rv, weight, bias,
+  if (stats_reducer_ && is_training()) {
+    y = normalise_synced(input, relu, res, momentum);
+  } else if (residual.defined()) {
+    y = batch_norm_add_relu(input, res, rm, rv, weight, bias,
                             use_batch_stats, momentum, options_.eps_);
   } else {
     y = (relu ? batch_norm_relu : batch_norm)(input, rm, rv, weight, bias, use_batch_stats, momentum, options_.eps_);

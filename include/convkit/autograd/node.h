@@ -92,6 +92,29 @@ Tensor& record(Tensor& out, const char* name, const std::vector<Tensor>& inputs,
 // Runs backward from `root` seeded with `grad`.
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
 
+// A function run with the leaf (a handle on it) right after a backward pass
+// has accumulated into leaf.grad(), as PyTorch's
+// Tensor.register_post_accumulate_grad_hook: the place to act on a finished
+// gradient while the rest of backward still runs (DistributedDataParallel
+// starts its all-reduces there). It runs on the thread running backward,
+// under no-grad, at most once per pass (the engine sums a leaf's incoming
+// gradients before accumulating), and not in a pass that gives the leaf no
+// gradient.
+using PostAccumulateGradHook = std::function<void(const Tensor& leaf)>;
+// Registers `hook` on `leaf` (a leaf that requires grad) until removed; it
+// survives between backward passes. Returns the handle that removes it.
+std::uint64_t register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulateGradHook hook);
+// Removes the hook with this handle; a handle that is not there is ignored,
+// so an owner may remove its hooks after the user already did.
+void remove_post_accumulate_grad_hook(const Tensor& leaf, std::uint64_t handle);
+
+// Queues `fn` to run once when the backward pass running on this thread
+// finishes, after every node (PyTorch's Variable._execution_engine.queue_callback).
+// Callbacks run in the order queued, including those queued by a callback;
+// a pass that throws drops its queue. Throws Error when no backward is running
+// on this thread. Declared with the graph, defined by the engine that runs it.
+void queue_callback(std::function<void()> fn);
+
 // Watches every node a backward pass runs, e.g. to time layers
 // (convkit/train/profiler.h). Called on the thread running backward, just
 // before and just after Node::apply; one per thread, none by default.

@@ -4,6 +4,7 @@
 // data; views share storage. Math lives in convkit/ops/*; the members here are
 // conveniences that forward to those free functions.
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -169,6 +170,11 @@ class TensorImpl {
   Tensor grad;
   std::shared_ptr<autograd::Node> grad_fn;           // null for leaves
   std::weak_ptr<autograd::Node> grad_accumulator;    // leaves: shared by every use
+  // Run, in registration order, each time a backward has accumulated into
+  // `grad` (autograd::register_post_accumulate_grad_hook). Kept here, not on
+  // the AccumulateGrad node, because that node is made lazily and held weakly:
+  // a hook must outlive the graphs of single steps.
+  std::vector<std::pair<std::uint64_t, std::function<void(const Tensor&)>>> post_accumulate_grad_hooks;
 };
 
 }  // namespace convkit

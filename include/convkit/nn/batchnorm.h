@@ -9,10 +9,15 @@
 // variance). With momentum unset (cumulative_average()), the factor is
 // 1 / num_batches_tracked, a plain average over all batches seen. Eval mode
 // normalises with the running statistics (batch statistics when not tracked).
+//
+// With a statistics reducer set (set_stats_reducer; dist::convert_sync_batchnorm
+// sets one), training mode normalises with the statistics of the batches of
+// every rank together (SyncBatchNorm), in forward and backward.
 #include <cstdint>
 #include <memory>
 #include <optional>
 
+#include "convkit/nn/batch_stats_reducer.h"
 #include "convkit/nn/module.h"
 
 namespace convkit::nn {
@@ -47,6 +52,10 @@ class BatchNormBase : public Module {
   void reset_running_stats();
   void reset_parameters();
   const BatchNormOptions& options() const { return options_; }
+  // Shares training-mode batch statistics across ranks through `reducer`
+  // (null: per-rank statistics, the default). Eval mode is unaffected.
+  void set_stats_reducer(std::shared_ptr<BatchStatsReducer> reducer) { stats_reducer_ = std::move(reducer); }
+  const std::shared_ptr<BatchStatsReducer>& stats_reducer() const { return stats_reducer_; }
 
   Tensor weight, bias;                                      // undefined unless affine
   Tensor running_mean, running_var, num_batches_tracked;    // undefined unless tracked
@@ -59,10 +68,15 @@ class BatchNormBase : public Module {
  private:
   // relu: batch_norm_relu; relu with a defined residual: batch_norm_add_relu.
   Tensor normalise(const Tensor& x, bool relu, const Tensor& residual = Tensor());
+  // Training mode with a stats reducer: composed of differentiable ops around
+  // two reductions over the ranks, with ReLU and the residual unfused
+  // (src/nn/batchnorm_synced.cpp). x and residual are [N, C] or [N, C, H, W].
+  Tensor normalise_synced(const Tensor& x, bool relu, const Tensor& residual, double momentum);
   // Momentum for this training step; bumps num_batches_tracked.
   double next_momentum();
 
   BatchNormOptions options_;
+  std::shared_ptr<BatchStatsReducer> stats_reducer_;
   // Host copy of num_batches_tracked, so a training step needs no device read;
   // re-read whenever the buffer's storage changed under us (load_state_dict, to()).
   std::int64_t batches_seen_ = 0;
