@@ -1,0 +1,151 @@
+// train::fit and evaluate on several ranks (FitOptions::process_group), as
+// threads of one process (ThreadGroups): the ranks must train as one rank
+// with their batches together, report metrics over every rank's examples,
+// and take the same branch at a step whose loss is not finite on one rank.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "convkit/data/data_loader.h"
+#include "convkit/data/dataset.h"
+#include "convkit/nn/activation.h"
+#include "convkit/nn/flatten.h"
+#include "convkit/nn/linear.h"
+#include "convkit/nn/sequential.h"
+#include "convkit/ops/factory.h"
+#include "convkit/optim/sgd.h"
+#include "convkit/train/fit.h"
+#include "fake_groups.h"
+
+namespace convkit::testing {
+namespace {
+
+constexpr std::int64_t kExamples = 52;  // not a multiple of the job's batch: a short last step
+
+std::shared_ptr<data::TensorDataset> dataset(bool one_nan) {
+  manual_seed(7);
+  Tensor images = randn({kExamples, 1, 4, 4});
+  Tensor labels = Tensor::empty({kExamples}, TensorOptions(DType::int64));
+  for (std::int64_t i = 0; i < kExamples; ++i) labels.data<std::int64_t>()[i] = i % 3;
+  if (one_nan) images.data<float>()[17 * 16 + 5] = std::numeric_limits<float>::quiet_NaN();
+  return std::make_shared<data::TensorDataset>(images, labels, 3);
+}
+
+std::shared_ptr<nn::Module> model() {
+  manual_seed(11);
+  auto m = std::make_shared<nn::Sequential>();
+  m->push_back(std::make_shared<nn::Flatten>());
+  m->push_back(std::make_shared<nn::Linear>(16, 8));
+  m->push_back(std::make_shared<nn::ReLU>());
+  m->push_back(std::make_shared<nn::Linear>(8, 3));
+  return m;
+}
+
+struct Run {
+  std::shared_ptr<nn::Module> model;
+  train::History history;
+  train::EvalResult test;
+};
+
+// One rank's fit and evaluate: batch `batch` on its shard, SGD with momentum.
+Run train_rank(std::shared_ptr<dist::ProcessGroup> group, std::int64_t batch, bool one_nan,
+               train::NonFinite nonfinite) {
+  const int rank = group ? group->rank() : 0, ranks = group ? group->size() : 1;
+  Run run{model(), {}, {}};
+  optim::SGD opt(run.model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  data::DataLoaderOptions train_opts;
+  train_opts.batch_size = batch;
+  train_opts.seed = 3;
+  train_opts.shard = data::Shard{rank, ranks, data::ShardPadding::repeat};
+  auto data = dataset(one_nan);
+  data::DataLoader train_loader(data, train_opts);
+  data::DataLoaderOptions test_opts = train_opts;
+  test_opts.shuffle = false;
+  test_opts.shard.padding = data::ShardPadding::none;
+  data::DataLoader test_loader(data, test_opts);
+  train::FitOptions fit;
+  fit.epochs = 2;
+  fit.progress = train::ProgressMode::none;
+  fit.nonfinite = nonfinite;
+  fit.process_group = group;
+  fit.validation = &test_loader;
+  run.history = train::fit(*run.model, opt, train_loader, fit);
+  train::EvaluateOptions eval;
+  eval.process_group = group;
+  run.test = train::evaluate(*run.model, test_loader, eval);
+  return run;
+}
+
+double max_difference(const nn::Module& a, const nn::Module& b) {
+  const auto pa = a.parameters(), pb = b.parameters();
+  double worst = 0;
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    const auto x = pa[i].to_vector<float>(), y = pb[i].to_vector<float>();
+    for (std::size_t j = 0; j < x.size(); ++j) worst = std::max(worst, double(std::abs(x[j] - y[j])));
+  }
+  return worst;
+}
+
+// 52 examples on 2 ranks split evenly, so padding repeats nothing and the
+// job's steps are one rank's steps at twice the batch.
+TEST(FitOnRanks, TwoRanksTrainAndReportAsOneRankWithTwiceTheBatch) {
+  const Run one = train_rank(nullptr, 8, false, train::NonFinite::error);
+  ThreadGroups groups(2);
+  std::vector<Run> ranks(2);
+  groups.run([&](int rank) { ranks[static_cast<std::size_t>(rank)] = train_rank(groups.group(rank), 4, false, train::NonFinite::error); });
+  EXPECT_FALSE(groups.mismatched());
+  for (const Run& r : ranks) {
+    EXPECT_LT(max_difference(*r.model, *one.model), 1e-5);
+    ASSERT_EQ(r.history.epochs.size(), 2u);
+    for (std::size_t e = 0; e < 2; ++e) {
+      // The epoch's metrics and validation cover every rank's examples.
+      EXPECT_NEAR(r.history.epochs[e].at("loss"), one.history.epochs[e].at("loss"), 1e-5);
+      EXPECT_NEAR(r.history.epochs[e].at("accuracy"), one.history.epochs[e].at("accuracy"), 1e-12);
+      EXPECT_NEAR(r.history.epochs[e].at("val_loss"), one.history.epochs[e].at("val_loss"), 1e-5);
+    }
+    EXPECT_EQ(r.test.examples, kExamples);  // each test example once
+    EXPECT_NEAR(r.test.loss, one.test.loss, 1e-5);
+    EXPECT_NEAR(r.test.accuracy, one.test.accuracy, 1e-12);
+  }
+}
+
+// Example 17 holds a NaN, so the step that reads it has a non-finite loss on
+// one rank only. Every rank must skip that step (the averaged gradient would
+// carry the NaN to all), and the replicas stay equal and finite.
+TEST(FitOnRanks, ANonFiniteStepOnOneRankIsSkippedOnEvery) {
+  ThreadGroups groups(2);
+  std::vector<Run> ranks(2);
+  groups.run([&](int rank) { ranks[static_cast<std::size_t>(rank)] = train_rank(groups.group(rank), 4, true, train::NonFinite::skip_step); });
+  EXPECT_FALSE(groups.mismatched());
+  EXPECT_EQ(ranks[0].history.skipped_steps, 2);  // one per epoch
+  EXPECT_EQ(ranks[1].history.skipped_steps, 2);
+  EXPECT_EQ(max_difference(*ranks[0].model, *ranks[1].model), 0.0);
+  for (const Tensor& p : ranks[0].model->parameters())
+    for (float v : p.to_vector<float>()) ASSERT_TRUE(std::isfinite(v));
+}
+
+// With NonFinite::error every rank stops with an error at that same step
+// (the averaged gradient carries the NaN to every rank), and none waits for
+// the others in a collective that will never come.
+TEST(FitOnRanks, ANonFiniteStepOnOneRankStopsEveryRankWithAnError) {
+  ThreadGroups groups(2);
+  std::vector<std::string> errors(2);
+  groups.run([&](int rank) {
+    try {
+      train_rank(groups.group(rank), 4, true, train::NonFinite::error);
+    } catch (const Error& e) {
+      errors[static_cast<std::size_t>(rank)] = e.what();
+    }
+  });
+  EXPECT_FALSE(groups.mismatched());
+  const auto where = [](const std::string& e) { return e.substr(0, e.find(':', e.find("step "))); };
+  ASSERT_NE(errors[0].find("fit: epoch 1, step "), std::string::npos) << errors[0];
+  EXPECT_EQ(where(errors[0]), where(errors[1])) << errors[0] << "\n" << errors[1];
+}
+
+}  // namespace
+}  // namespace convkit::testing
