@@ -45,17 +45,17 @@ std::shared_ptr<nn::Module> model() {
   return m;
 }
 
-struct Run {
+struct RankRun {
   std::shared_ptr<nn::Module> model;
   train::History history;
   train::EvalResult test;
 };
 
 // One rank's fit and evaluate: batch `batch` on its shard, SGD with momentum.
-Run train_rank(std::shared_ptr<dist::ProcessGroup> group, std::int64_t batch, bool one_nan,
+RankRun train_rank(std::shared_ptr<dist::ProcessGroup> group, std::int64_t batch, bool one_nan,
                train::NonFinite nonfinite) {
   const int rank = group ? group->rank() : 0, ranks = group ? group->size() : 1;
-  Run run{model(), {}, {}};
+  RankRun run{model(), {}, {}};
   optim::SGD opt(run.model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
   data::DataLoaderOptions train_opts;
   train_opts.batch_size = batch;
@@ -93,12 +93,12 @@ double max_difference(const nn::Module& a, const nn::Module& b) {
 // 52 examples on 2 ranks split evenly, so padding repeats nothing and the
 // job's steps are one rank's steps at twice the batch.
 TEST(FitOnRanks, TwoRanksTrainAndReportAsOneRankWithTwiceTheBatch) {
-  const Run one = train_rank(nullptr, 8, false, train::NonFinite::error);
+  const RankRun one = train_rank(nullptr, 8, false, train::NonFinite::error);
   ThreadGroups groups(2);
-  std::vector<Run> ranks(2);
+  std::vector<RankRun> ranks(2);
   groups.run([&](int rank) { ranks[static_cast<std::size_t>(rank)] = train_rank(groups.group(rank), 4, false, train::NonFinite::error); });
   EXPECT_FALSE(groups.mismatched());
-  for (const Run& r : ranks) {
+  for (const RankRun& r : ranks) {
     EXPECT_LT(max_difference(*r.model, *one.model), 1e-5);
     ASSERT_EQ(r.history.epochs.size(), 2u);
     for (std::size_t e = 0; e < 2; ++e) {
@@ -118,7 +118,7 @@ TEST(FitOnRanks, TwoRanksTrainAndReportAsOneRankWithTwiceTheBatch) {
 // carry the NaN to all), and the replicas stay equal and finite.
 TEST(FitOnRanks, ANonFiniteStepOnOneRankIsSkippedOnEvery) {
   ThreadGroups groups(2);
-  std::vector<Run> ranks(2);
+  std::vector<RankRun> ranks(2);
   groups.run([&](int rank) { ranks[static_cast<std::size_t>(rank)] = train_rank(groups.group(rank), 4, true, train::NonFinite::skip_step); });
   EXPECT_FALSE(groups.mismatched());
   EXPECT_EQ(ranks[0].history.skipped_steps, 2);  // one per epoch
