@@ -116,6 +116,18 @@ TEST_F(CliDistributed, CheckpointsResumeOnAnotherNumberOfRanks) {
   expect_same_weights(last("b"), last("straight"));
 }
 
+// A model on sim: the group takes cpu tensors, so DistributedDataParallel
+// stages the broadcast and the gradients through cpu buffers.
+TEST_F(CliDistributed, ModelsOnSimTrainOnRanksThroughCpuBuffers) {
+  const CommandResult two = convkit_on_ranks(2, train(16, 1, "sim2") + " --device sim");
+  ASSERT_EQ(two.status, 0) << two.err << two.out;
+  const CommandResult one = convkit(train(32, 1, "sim1") + " --device sim");
+  ASSERT_EQ(one.status, 0) << one.err << one.out;
+  EXPECT_NEAR(number(json::parse(two.last_line(), "two ranks"), "test_loss"),
+              number(json::parse(one.last_line(), "one rank"), "test_loss"), 1e-4);
+  expect_same_weights(last("sim2"), last("sim1"));
+}
+
 // Every rank fails here; each says which it is, and the job ends.
 TEST_F(CliDistributed, ARankErrorNamesTheRankAndEndsTheJob) {
   const CommandResult r = convkit_on_ranks(2, "train fmnist-cnn --data fashion-mnist:" +
