@@ -20,6 +20,7 @@
 #include "convkit/optim/sgd.h"
 #include "convkit/train/fit.h"
 #include "fake_groups.h"
+#include "train/rank_agreement.h"
 
 namespace convkit::testing {
 namespace {
@@ -145,6 +146,29 @@ TEST(FitOnRanks, ANonFiniteStepOnOneRankStopsEveryRankWithAnError) {
   const auto where = [](const std::string& e) { return e.substr(0, e.find(':', e.find("step "))); };
   ASSERT_NE(errors[0].find("fit: epoch 1, step "), std::string::npos) << errors[0];
   EXPECT_EQ(where(errors[0]), where(errors[1])) << errors[0] << "\n" << errors[1];
+}
+
+// A signal reaches one rank: every rank must stop after the same step, and
+// a non-finite step on one rank is one on every rank.
+TEST(FitOnRanks, RanksAgreeOnStoppingAndOnNonFiniteSteps) {
+  ThreadGroups groups(3);
+  std::vector<train::detail::StepVerdict> verdicts(3);
+  groups.run([&](int rank) {
+    verdicts[static_cast<std::size_t>(rank)] =
+        train::detail::agree_on_step(groups.group(rank).get(), /*nonfinite=*/rank == 2, /*stop=*/rank == 1);
+  });
+  for (const auto& v : verdicts) {
+    EXPECT_TRUE(v.any_nonfinite);
+    EXPECT_TRUE(v.any_stop);
+  }
+  groups.run([&](int rank) {
+    verdicts[static_cast<std::size_t>(rank)] = train::detail::agree_on_step(groups.group(rank).get(), false, false);
+  });
+  for (const auto& v : verdicts) EXPECT_FALSE(v.any_nonfinite || v.any_stop);
+  // Alone, a rank keeps its own view.
+  const auto alone = train::detail::agree_on_step(nullptr, true, false);
+  EXPECT_TRUE(alone.any_nonfinite);
+  EXPECT_FALSE(alone.any_stop);
 }
 
 }  // namespace
