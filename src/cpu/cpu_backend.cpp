@@ -112,8 +112,11 @@ void CpuBackend::copy_to_host(void* dst, const void* src, std::size_t nbytes) {
 }
 
 CpuBackend& cpu_backend() {
-  static CpuBackend backend;
-  return backend;
+  // Never destroyed, as the block cache: a tensor that outlives the statics
+  // destroyed before it (one a process group's thread still holds at exit,
+  // say) must find its allocator alive when it is freed.
+  static CpuBackend* backend = new CpuBackend;
+  return *backend;
 }
 
 // The registry takes the chosen ISA copy's (isa_dispatch.cpp).

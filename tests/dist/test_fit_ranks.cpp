@@ -52,17 +52,19 @@ struct RankRun {
   train::EvalResult test;
 };
 
-// One rank's fit and evaluate: batch `batch` on its shard, SGD with momentum.
-RankRun train_rank(std::shared_ptr<dist::ProcessGroup> group, std::int64_t batch, bool one_nan,
-               train::NonFinite nonfinite) {
+// One rank's fit and evaluate of `net`: batch `batch` on its shard, SGD
+// with momentum. The model and the data are made beforehand, on one thread:
+// they draw from the global generator, which concurrent ranks would
+// interleave.
+RankRun train_rank(std::shared_ptr<dist::ProcessGroup> group, std::shared_ptr<nn::Module> net,
+                   std::shared_ptr<const data::Dataset> data, std::int64_t batch, train::NonFinite nonfinite) {
   const int rank = group ? group->rank() : 0, ranks = group ? group->size() : 1;
-  RankRun run{model(), {}, {}};
+  RankRun run{std::move(net), {}, {}};
   optim::SGD opt(run.model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
   data::DataLoaderOptions train_opts;
   train_opts.batch_size = batch;
   train_opts.seed = 3;
   train_opts.shard = data::Shard{rank, ranks, data::ShardPadding::repeat};
-  auto data = dataset(one_nan);
   data::DataLoader train_loader(data, train_opts);
   data::DataLoaderOptions test_opts = train_opts;
   test_opts.shuffle = false;
@@ -94,10 +96,15 @@ double max_difference(const nn::Module& a, const nn::Module& b) {
 // 52 examples on 2 ranks split evenly, so padding repeats nothing and the
 // job's steps are one rank's steps at twice the batch.
 TEST(FitOnRanks, TwoRanksTrainAndReportAsOneRankWithTwiceTheBatch) {
-  const RankRun one = train_rank(nullptr, 8, false, train::NonFinite::error);
+  const auto data = dataset(false);
+  const RankRun one = train_rank(nullptr, model(), data, 8, train::NonFinite::error);
+  const std::vector<std::shared_ptr<nn::Module>> nets{model(), model()};
   ThreadGroups groups(2);
   std::vector<RankRun> ranks(2);
-  groups.run([&](int rank) { ranks[static_cast<std::size_t>(rank)] = train_rank(groups.group(rank), 4, false, train::NonFinite::error); });
+  groups.run([&](int rank) {
+    const auto r = static_cast<std::size_t>(rank);
+    ranks[r] = train_rank(groups.group(rank), nets[r], data, 4, train::NonFinite::error);
+  });
   EXPECT_FALSE(groups.mismatched());
   for (const RankRun& r : ranks) {
     EXPECT_LT(max_difference(*r.model, *one.model), 1e-5);
@@ -118,9 +125,14 @@ TEST(FitOnRanks, TwoRanksTrainAndReportAsOneRankWithTwiceTheBatch) {
 // one rank only. Every rank must skip that step (the averaged gradient would
 // carry the NaN to all), and the replicas stay equal and finite.
 TEST(FitOnRanks, ANonFiniteStepOnOneRankIsSkippedOnEvery) {
+  const auto data = dataset(true);
+  const std::vector<std::shared_ptr<nn::Module>> nets{model(), model()};
   ThreadGroups groups(2);
   std::vector<RankRun> ranks(2);
-  groups.run([&](int rank) { ranks[static_cast<std::size_t>(rank)] = train_rank(groups.group(rank), 4, true, train::NonFinite::skip_step); });
+  groups.run([&](int rank) {
+    const auto r = static_cast<std::size_t>(rank);
+    ranks[r] = train_rank(groups.group(rank), nets[r], data, 4, train::NonFinite::skip_step);
+  });
   EXPECT_FALSE(groups.mismatched());
   EXPECT_EQ(ranks[0].history.skipped_steps, 2);  // one per epoch
   EXPECT_EQ(ranks[1].history.skipped_steps, 2);
@@ -133,11 +145,13 @@ TEST(FitOnRanks, ANonFiniteStepOnOneRankIsSkippedOnEvery) {
 // (the averaged gradient carries the NaN to every rank), and none waits for
 // the others in a collective that will never come.
 TEST(FitOnRanks, ANonFiniteStepOnOneRankStopsEveryRankWithAnError) {
+  const auto data = dataset(true);
+  const std::vector<std::shared_ptr<nn::Module>> nets{model(), model()};
   ThreadGroups groups(2);
   std::vector<std::string> errors(2);
   groups.run([&](int rank) {
     try {
-      train_rank(groups.group(rank), 4, true, train::NonFinite::error);
+      train_rank(groups.group(rank), nets[static_cast<std::size_t>(rank)], data, 4, train::NonFinite::error);
     } catch (const Error& e) {
       errors[static_cast<std::size_t>(rank)] = e.what();
     }
