@@ -17,19 +17,12 @@
 #include <convkit/dist/sync_batchnorm.h>
 
 #include "ddp_test_models.h"
+#include "mpi_expect.h"
 
 using namespace convkit;
 using namespace convkit::testing;
 
 namespace {
-
-int failures = 0;
-
-void expect(bool ok, int rank, const std::string& what) {
-  if (ok) return;
-  std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
-  ++failures;
-}
 
 double cap_for_floats(double n) { return n * 4.0 / (1024.0 * 1024.0); }
 
@@ -81,15 +74,6 @@ class LoggingGroup : public dist::ProcessGroup {
   std::vector<std::string>& log_;
 };
 
-class LoggingObserver : public autograd::BackwardObserver {
- public:
-  explicit LoggingObserver(std::vector<std::string>& log) : log_(log) {}
-  void before_node(const autograd::Node& node) override { log_.push_back("node " + node.name()); }
-  void after_node(const autograd::Node&) override {}
-
- private:
-  std::vector<std::string>& log_;
-};
 
 void check_overlap(const std::shared_ptr<dist::ProcessGroup>& group) {
   const int rank = group->rank();
@@ -144,6 +128,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   group->barrier();
-  if (failures == 0) std::printf("rank %d: ok\n", rank);
-  return failures == 0 ? 0 : 1;
+  if (mpi_failures == 0) std::printf("rank %d: ok\n", rank);
+  return mpi_failures == 0 ? 0 : 1;
 }

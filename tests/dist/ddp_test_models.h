@@ -3,6 +3,7 @@
 // an optional BatchNorm, on a fixed random batch per step.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <convkit/convkit.h>
@@ -30,5 +31,17 @@ void train_sgd(nn::Module& forward, const std::vector<Batch>& batches);
 // max |a - b| over every parameter and buffer of two models of the same
 // type; throws when their state dicts name different tensors.
 double max_state_difference(const nn::Module& a, const nn::Module& b);
+
+// Records the nodes backward runs, as "node NAME", into a log that a test
+// interleaves with the collectives it records, to see when each went out.
+class LoggingObserver : public autograd::BackwardObserver {
+ public:
+  explicit LoggingObserver(std::vector<std::string>& log) : log_(log) {}
+  void before_node(const autograd::Node& node) override { log_.push_back("node " + node.name()); }
+  void after_node(const autograd::Node&) override {}
+
+ private:
+  std::vector<std::string>& log_;
+};
 
 }  // namespace convkit::testing

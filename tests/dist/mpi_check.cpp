@@ -17,18 +17,13 @@
 #include "convkit/core/error.h"
 #include "convkit/dist/process_group.h"
 #include "convkit/ops/factory.h"
+#include "mpi_expect.h"
 
 using namespace convkit;
+using convkit::testing::expect;
+using convkit::testing::mpi_failures;
 
 namespace {
-
-int failures = 0;
-
-void expect(bool ok, int rank, const std::string& what) {
-  if (ok) return;
-  std::fprintf(stderr, "rank %d: FAILED: %s\n", rank, what.c_str());
-  ++failures;
-}
 
 // Element i of rank r's tensor: exact in float32 for the sizes used here.
 double value(std::int64_t i, int r) { return static_cast<double>(i % 1000) + 1000.0 * r; }
@@ -134,8 +129,8 @@ int main(int argc, char** argv) {
   const int rank = g->rank();
   if (mode == "collectives") {
     check_collectives(*g);
-    std::printf("rank %d: %s\n", rank, failures ? "FAILED" : "ok");
-    return failures ? 1 : 0;
+    std::printf("rank %d: %s\n", rank, mpi_failures ? "FAILED" : "ok");
+    return mpi_failures ? 1 : 0;
   }
   issue_some(*g, 3);
   if (mode == "hang" || mode == "hang-root") {

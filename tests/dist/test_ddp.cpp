@@ -79,16 +79,6 @@ TEST(DistributedDataParallel, RejectsBadArguments) {
   }
 }
 
-// Records the nodes backward runs into the same log as the collectives.
-class LoggingObserver : public autograd::BackwardObserver {
- public:
-  explicit LoggingObserver(std::vector<std::string>& log) : log_(log) {}
-  void before_node(const autograd::Node& node) override { log_.push_back("node " + node.name()); }
-  void after_node(const autograd::Node&) override {}
-
- private:
-  std::vector<std::string>& log_;
-};
 
 TEST(DistributedDataParallel, BucketsAreIssuedInOrderDuringBackward) {
   auto group = std::make_shared<MirroredGroup>(2);
