@@ -24,3 +24,23 @@ if(CONVKIT_CUDA STREQUAL "ON" OR CONVKIT_CUDA STREQUAL "AUTO")
   endif()
 endif()
 message(STATUS "convkit: cuda backend ${CONVKIT_HAVE_CUDA}")
+
+# NCCL, for the cuda plugin's device communicator (docs/distributed.md): AUTO
+# links it when nccl.h and libnccl.so are found with the CUDA toolkit, ON
+# requires them, OFF leaves it out (the plugin then says so when asked for a
+# communicator, and a cuda model under mpirun stages its gradients through
+# cpu buffers over MPI).
+set(CONVKIT_NCCL "AUTO" CACHE STRING "Link NCCL into the cuda plugin: AUTO (when found), ON or OFF")
+set_property(CACHE CONVKIT_NCCL PROPERTY STRINGS AUTO ON OFF)
+set(CONVKIT_HAVE_NCCL OFF)
+if(CONVKIT_HAVE_CUDA AND NOT CONVKIT_NCCL STREQUAL "OFF")
+  find_path(CONVKIT_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(CONVKIT_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+  if(CONVKIT_NCCL_INCLUDE_DIR AND CONVKIT_NCCL_LIBRARY)
+    set(CONVKIT_HAVE_NCCL ON)
+  endif()
+endif()
+if(CONVKIT_NCCL STREQUAL "ON" AND NOT CONVKIT_HAVE_NCCL)
+  message(FATAL_ERROR "CONVKIT_NCCL=ON but the cuda backend is off or nccl.h / libnccl.so were not found")
+endif()
+message(STATUS "convkit: NCCL in the cuda plugin ${CONVKIT_HAVE_NCCL}")

@@ -111,7 +111,7 @@ if [ $mode = gpu ] || [ ! -f "$build_dir/CMakeCache.txt" ]; then
 fi
 # A GPU build is whole (a --quick rerun finds it built); sim builds what its steps use.
 targets=(all)
-[ $mode = sim ] && targets=(convkit_cli bench_conv test_backend test_gpu_gemm)
+[ $mode = sim ] && targets=(convkit_cli bench_conv test_backend test_gpu_gemm test_ddp test_nccl_group)
 step build cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
 cli=$build_dir/bin/convkit
 step devices "$cli" devices
@@ -131,6 +131,56 @@ run_tests() {
     --output-on-failure --output-junit "$out/ctest.xml" "${tests[@]}"
 }
 step tests run_tests
+
+# ---- 4b. the NCCL group with one rank (docs/distributed.md): its tests,
+# required to run (CONVKIT_TEST_REQUIRE_NCCL turns their skip into a
+# failure), then a short `convkit train` on cuda under `mpirun -np 1`, which
+# must report its gradients going over nccl. On sim the same stage runs the
+# emulated group's tests and a one-rank staged run, so that it cannot rot.
+# Without mpirun (or a build without MPI) the training run is skipped, saying
+# so; the tests still run.
+nccl_stage() {
+  local rc=0 bin=$build_dir/tests/dist/test_nccl_group require=0
+  [ $mode = gpu ] && require=1
+  echo "--- $bin"
+  CONVKIT_TEST_REQUIRE_NCCL=$require "$bin" --gtest_brief=1 || rc=1
+  if [ $mode = sim ]; then
+    echo "--- $build_dir/tests/dist/test_ddp (the emulated group)"
+    "$build_dir/tests/dist/test_ddp" --gtest_filter='SimCommunicator.*:DeviceGroup.*' --gtest_brief=1 || rc=1
+  fi
+  if ! command -v mpirun >/dev/null || ! grep -q 'CONVKIT_HAVE_MPI 1' "$build_dir/include/convkit/version.h"; then
+    echo "--- no mpirun, or a build without MPI: the one-rank training run is skipped"
+    return $rc
+  fi
+  # A small Fashion-MNIST-shaped data set (IDX files), written here: the
+  # GPU machine has no data sets.
+  local data=$build_dir/gpu-check-data/fmnist train_out train_limit=256
+  [ $mode = sim ] && train_limit=32  # two steps: sim runs the kernels on the CPU
+  python3 - "$data" <<'PY' || return 1
+import os, random, struct, sys
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+rng = random.Random(7)
+for split, n in (("train", 256), ("t10k", 64)):
+    labels = bytes(rng.randrange(10) for _ in range(n))
+    images = bytes(min(255, 25 * labels[i // 784] + rng.randrange(30)) for i in range(n * 784))
+    with open(f"{d}/{split}-images-idx3-ubyte", "wb") as f:
+        f.write(struct.pack(">IIII", 2051, n, 28, 28) + images)
+    with open(f"{d}/{split}-labels-idx1-ubyte", "wb") as f:
+        f.write(struct.pack(">II", 2049, n) + labels)
+PY
+  train_out=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 mpirun -np 1 --oversubscribe \
+    "$cli" train fmnist-cnn --data "fashion-mnist:$data" --device $device --epochs 1 --batch 16 \
+    --limit $train_limit --test-limit $train_limit --progress none 2>&1)
+  local train_rc=$?
+  printf '%s\n' "$train_out"
+  [ $train_rc -eq 0 ] || rc=1
+  if [ $mode = gpu ] && ! grep -q '^gradients: nccl on cuda:0' <<<"$train_out"; then
+    echo "--- the run did not report its gradients going over nccl"; rc=1
+  fi
+  return $rc
+}
+step nccl nccl_stage
 
 # ---- 5. compute-sanitizer (memcheck, racecheck) over the cuda side of the
 # kernel suites, on their small shapes: the cuda instances of the

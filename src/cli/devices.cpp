@@ -11,7 +11,8 @@ namespace convkit::cli {
 constexpr const char* kDevicesUsage =
     "usage: convkit devices\n"
     "Lists the backends (cpu, sim, cuda:N), whether each can run here, and why not,\n"
-    "and the ops a usable backend runs on cpu instead (its fallbacks).\n";
+    "the ops a usable backend runs on cpu instead (its fallbacks), and what carries\n"
+    "collectives between ranks' devices (NCCL on cuda; an emulation of it on sim).\n";
 
 int run_devices(const Args& args) {
   if (help_requested(args)) {
@@ -28,6 +29,9 @@ int run_devices(const Args& args) {
     for (BackendOp op : backend_for(Device::parse(info.name)).fallbacks())
       ops += (ops.empty() ? "" : ", ") + std::string(backend_op_name(op));
     if (!ops.empty()) std::printf("%-8s %-12s %s\n", "", "falls back", ("to cpu for " + ops).c_str());
+    // What carries collectives between ranks' devices (dist::device_group).
+    const CommunicatorSupport comm = backend_for(Device::parse(info.name)).communicator_support();
+    if (comm.ok) std::printf("%-8s %-12s %s\n", "", "collectives", comm.detail.c_str());
   }
   return 0;
 }

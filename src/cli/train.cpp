@@ -168,7 +168,8 @@ int train_on(const Args& args, const std::shared_ptr<dist::ProcessGroup>& group)
   CK_CHECK(init || !p.flag("new-head"), "train: --new-head only applies with --init CKPT");
 
   const DataSpec spec = parse_data_spec(p.value_or("data", "fashion-mnist"));
-  const Device device = parse_device_arg(p.value_or("device", "cpu"));
+  const RankDevice placed = choose_rank_device(parse_device_arg(p.value_or("device", "cpu")), group);
+  const Device device = placed.device;
   const std::string algo = p.value_or("algo", "automatic");
   apply_algo_arg(algo);
   const std::int64_t batch = p.int_or("batch", 64, 1);
@@ -262,6 +263,7 @@ int train_on(const Args& args, const std::shared_ptr<dist::ProcessGroup>& group)
     fit.initial_step = std::min(resumed_step(ck, batch, ranks), train_loader.num_batches() - 1);
   }
   fit.process_group = group;
+  fit.gradient_group = placed.gradient_group;
   fit.device = device;
   fit.profile = p.flag("profile");
   if (!p.flag("no-validation")) fit.validation = &test_loader;
@@ -305,6 +307,7 @@ int train_on(const Args& args, const std::shared_ptr<dist::ProcessGroup>& group)
     std::printf("data-parallel: %d ranks (%s), batch %lld per rank, %lld per step in all\n", ranks,
                 group->backend().c_str(), static_cast<long long>(batch),
                 static_cast<long long>(batch * ranks));
+  if (!placed.note.empty()) std::printf("%s\n", placed.note.c_str());  // rank 0's alone reaches stdout
   if (init) std::printf("weights from %s%s\n", init->c_str(), p.flag("new-head") ? " (a fresh last layer)" : "");
   if (!frozen.empty())
     std::printf("frozen through layer %s: %zu parameter tensors (%s ... %s)\n", p.value("freeze")->c_str(),

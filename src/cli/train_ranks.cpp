@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <thread>
 
+#include "convkit/backend/backend.h"
+#include "convkit/dist/device_group.h"
+
 namespace convkit::cli {
 
 namespace {
@@ -46,6 +49,24 @@ std::shared_ptr<dist::ProcessGroup> join_training_job() {
       std::fprintf(stderr, "convkit train (rank %d): could not silence standard output\n", group->rank());
   }
   return group;
+}
+
+RankDevice choose_rank_device(Device requested, const std::shared_ptr<dist::ProcessGroup>& job) {
+  RankDevice out{requested, nullptr, ""};
+  if (!job || requested.type != DeviceType::cuda) return out;
+  int usable = 0;
+  for (const BackendInfo& info : list_backends())
+    if (info.usable && Device::parse(info.name).type == DeviceType::cuda) ++usable;
+  if (usable > 0) out.device = Device(DeviceType::cuda, job->rank() % usable);
+  std::string why;
+  if (!dist::device_group_available(out.device, &why)) {
+    out.note = "gradients: over " + job->backend() + ", staged through cpu buffers (" + why + ")";
+    return out;
+  }
+  out.gradient_group = dist::device_group(out.device, job);
+  out.note = "gradients: " + out.gradient_group->backend() + " on " + out.device.str() + " of each of the " +
+             std::to_string(job->size()) + " rank" + (job->size() == 1 ? "" : "s");
+  return out;
 }
 
 }  // namespace convkit::cli

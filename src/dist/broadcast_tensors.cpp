@@ -11,10 +11,12 @@ void broadcast_staged(ProcessGroup& group, const std::vector<Tensor>& tensors, D
   std::int64_t total = 0;
   for (const Tensor& t : tensors) total += t.numel();
   if (total == 0) return;
-  Tensor buffer = Tensor::empty({total}, TensorOptions().dtype(staging));
+  // On the group's device: a device group broadcasts a model on its device
+  // without a trip through the host.
+  Tensor buffer = Tensor::empty({total}, TensorOptions().dtype(staging).device(group.device()));
   std::int64_t offset = 0;
   for (const Tensor& t : tensors) {
-    buffer.narrow(0, offset, t.numel()).view(t.shape()).copy_(t.detach().to(kCPU).to(staging));
+    buffer.narrow(0, offset, t.numel()).view(t.shape()).copy_(t.detach().to(staging));
     offset += t.numel();
   }
   group.broadcast(buffer, root)->wait();

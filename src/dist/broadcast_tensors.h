@@ -10,10 +10,11 @@
 namespace convkit::dist::detail {
 
 // The tensors may be on any device and of any dtype a module holds (float32,
-// float64, int64). The group takes contiguous cpu floats, so they are staged
-// through at most two flat cpu buffers, one collective each: float32 tensors
-// in a float32 one, the rest in a float64 one (exact for int64 counters below
-// 2^53). Written in place under no-grad, so parameters keep their identity.
+// float64, int64). The group takes contiguous floats on its device, so they
+// are staged through at most two flat buffers there, one collective each:
+// float32 tensors in a float32 one, the rest in a float64 one (exact for
+// int64 counters below 2^53). Written in place under no-grad, so parameters
+// keep their identity.
 void broadcast_tensors(ProcessGroup& group, const std::vector<Tensor>& tensors, int root);
 
 }  // namespace convkit::dist::detail

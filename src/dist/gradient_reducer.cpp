@@ -32,7 +32,11 @@ GradientReducer::GradientReducer(std::shared_ptr<ProcessGroup> group, std::vecto
     bucket_of_[k] = buckets_.size() - 1;
     bucket_bytes += static_cast<double>(p.numel()) * static_cast<double>(dtype_size(p.dtype()));
   }
-  for (Bucket& b : buckets_) b.buffer = Tensor::empty({b.numel}, TensorOptions().dtype(b.dtype));
+  // On the group's device: the cpu for MPI, which stages a sim or cuda
+  // model's gradients through it; the model's own device for a device group
+  // (NCCL), whose buckets never leave it.
+  for (Bucket& b : buckets_)
+    b.buffer = Tensor::empty({b.numel}, TensorOptions().dtype(b.dtype).device(group_->device()));
   hooks_.assign(parameters_.size(), 0);
   reset_pass();
 }
@@ -116,7 +120,7 @@ void GradientReducer::finish() {
         grad.copy_(mean);
       } else {
         // The buffer is reused next pass: the grad needs its own memory.
-        p.set_grad(p.device() == kCPU ? mean.clone() : mean.to(p.device()));
+        p.set_grad(p.device() == mean.device() ? mean.clone() : mean.to(p.device()));
       }
     }
   }

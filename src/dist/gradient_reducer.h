@@ -34,7 +34,7 @@ class GradientReducer : public std::enable_shared_from_this<GradientReducer> {
     std::vector<std::int64_t> offsets;    // of each in the flat buffer
     DType dtype = DType::float32;         // of its parameters
     std::int64_t numel = 0;
-    Tensor buffer;                        // cpu, [numel], reused every pass
+    Tensor buffer;                        // [numel] on the group's device, reused every pass
   };
 
   // `parameters` in registration order, each a float32 or float64 leaf that

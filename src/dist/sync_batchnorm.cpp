@@ -12,8 +12,11 @@ namespace {
 // A new tensor holding the sum over the ranks of `t`'s values.
 Tensor allreduced_copy(ProcessGroup& group, const Tensor& t) {
   // The group writes its tensor in place, and t may be saved for backward or
-  // shared: always reduce a copy of our own.
-  Tensor staged = t.device() == kCPU ? t.detach().contiguous().clone() : t.detach().to(kCPU).contiguous();
+  // shared: always reduce a copy of our own, on the group's device (the cpu
+  // for MPI, the GPU itself for a device group).
+  const Device comm_device = group.device();
+  Tensor staged = t.device() == comm_device ? t.detach().contiguous().clone()
+                                            : t.detach().to(comm_device).contiguous();
   group.allreduce_sum(staged)->wait();
   return staged.to(t.device());
 }

@@ -65,6 +65,13 @@ class GpuBackend final : public Backend {
   void sgd_update_many(const std::vector<SgdTensors>& tensors, SgdStep step) override;
   void adam_update_many(const std::vector<AdamTensors>& tensors, AdamStep step) override;
 
+  // ---- collectives between ranks' devices: src/gpu/gpu_communicator.cpp
+  // (NCCL in the cuda plugin, the thread-rank emulation on sim)
+  CommunicatorSupport communicator_support() const override;
+  CommunicatorId make_communicator_id() override;
+  std::unique_ptr<DeviceCommunicator> make_communicator(const CommunicatorId& id, int rank, int size, Device device,
+                                                        double timeout_seconds) override;
+
   // ---- convolution: src/gpu/gpu_conv.cpp
   Support conv2d_supports(ConvAlgo algo, const Conv2dDesc& desc) override;
   std::size_t conv2d_workspace_bytes(ConvAlgo algo, const Conv2dDesc& desc, DType dtype, ConvPass pass) override;

@@ -138,9 +138,14 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
   // gradients averaged over the ranks during backward. Callbacks still see
   // `model` itself, so checkpoints hold its names, not the wrapper's.
   std::shared_ptr<dist::DistributedDataParallel> ddp;
-  if (group && group->size() > 1)
+  if (group && group->size() > 1) {
+    const auto& gradients = options.gradient_group ? options.gradient_group : options.process_group;
+    CK_CHECK(gradients->size() == group->size() && gradients->rank() == group->rank(),
+             "fit: the gradient group (rank ", gradients->rank(), " of ", gradients->size(),
+             ") must hold the ranks of the process group (rank ", group->rank(), " of ", group->size(), ")");
     ddp = std::make_shared<dist::DistributedDataParallel>(
-        std::shared_ptr<nn::Module>(std::shared_ptr<nn::Module>(), &model), options.process_group);
+        std::shared_ptr<nn::Module>(std::shared_ptr<nn::Module>(), &model), gradients);
+  }
   const LossKind requested = options.loss;
 
   std::optional<SignalStopGuard> signals;

@@ -12,6 +12,7 @@
 
 #include "convkit/data/data_loader.h"
 #include "convkit/data/dataset.h"
+#include "convkit/dist/device_group.h"
 #include "convkit/nn/activation.h"
 #include "convkit/nn/flatten.h"
 #include "convkit/nn/linear.h"
@@ -56,8 +57,11 @@ struct RankRun {
 // with momentum. The model and the data are made beforehand, on one thread:
 // they draw from the global generator, which concurrent ranks would
 // interleave.
+// `gradients`, when given, is FitOptions::gradient_group, and `device` the
+// device to train on.
 RankRun train_rank(std::shared_ptr<dist::ProcessGroup> group, std::shared_ptr<nn::Module> net,
-                   std::shared_ptr<const data::Dataset> data, std::int64_t batch, train::NonFinite nonfinite) {
+                   std::shared_ptr<const data::Dataset> data, std::int64_t batch, train::NonFinite nonfinite,
+                   std::shared_ptr<dist::ProcessGroup> gradients = nullptr, Device device = kCPU) {
   const int rank = group ? group->rank() : 0, ranks = group ? group->size() : 1;
   RankRun run{std::move(net), {}, {}};
   optim::SGD opt(run.model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
@@ -75,10 +79,13 @@ RankRun train_rank(std::shared_ptr<dist::ProcessGroup> group, std::shared_ptr<nn
   fit.progress = train::ProgressMode::none;
   fit.nonfinite = nonfinite;
   fit.process_group = group;
+  fit.gradient_group = gradients;
+  fit.device = device;
   fit.validation = &test_loader;
   run.history = train::fit(*run.model, opt, train_loader, fit);
   train::EvaluateOptions eval;
   eval.process_group = group;
+  eval.device = device;
   run.test = train::evaluate(*run.model, test_loader, eval);
   return run;
 }
@@ -87,7 +94,7 @@ double max_difference(const nn::Module& a, const nn::Module& b) {
   const auto pa = a.parameters(), pb = b.parameters();
   double worst = 0;
   for (std::size_t i = 0; i < pa.size(); ++i) {
-    const auto x = pa[i].to_vector<float>(), y = pb[i].to_vector<float>();
+    const auto x = pa[i].to(kCPU).to_vector<float>(), y = pb[i].to(kCPU).to_vector<float>();
     for (std::size_t j = 0; j < x.size(); ++j) worst = std::max(worst, double(std::abs(x[j] - y[j])));
   }
   return worst;
@@ -118,6 +125,28 @@ TEST(FitOnRanks, TwoRanksTrainAndReportAsOneRankWithTwiceTheBatch) {
     EXPECT_EQ(r.test.examples, kExamples);  // each test example once
     EXPECT_NEAR(r.test.loss, one.test.loss, 1e-5);
     EXPECT_NEAR(r.test.accuracy, one.test.accuracy, 1e-12);
+  }
+}
+
+// The same on sim with the gradients over a device group (the emulation of
+// NCCL), while the step agreement and the metrics go over the thread group,
+// as `convkit train` splits them on cuda under mpirun.
+TEST(FitOnRanks, GradientsOverADeviceGroupTrainAsOneRank) {
+  const auto data = dataset(false);
+  const RankRun one = train_rank(nullptr, model(), data, 8, train::NonFinite::error, nullptr, kSim);
+  const std::vector<std::shared_ptr<nn::Module>> nets{model(), model()};
+  ThreadGroups groups(2);
+  std::vector<RankRun> ranks(2);
+  groups.run([&](int rank) {
+    const auto r = static_cast<std::size_t>(rank);
+    auto gradients = dist::device_group(kSim, groups.group(rank));
+    ranks[r] = train_rank(groups.group(rank), nets[r], data, 4, train::NonFinite::error, gradients, kSim);
+  });
+  EXPECT_FALSE(groups.mismatched());
+  for (const RankRun& r : ranks) {
+    EXPECT_LT(max_difference(*r.model, *one.model), 1e-5);
+    EXPECT_EQ(r.test.examples, kExamples);
+    EXPECT_NEAR(r.test.loss, one.test.loss, 1e-5);
   }
 }
 

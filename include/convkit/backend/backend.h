@@ -23,6 +23,7 @@
 
 #include "convkit/backend/backend_ops.h"
 #include "convkit/backend/conv_desc.h"
+#include "convkit/backend/device_communicator.h"
 #include "convkit/backend/kernel_params.h"
 #include "convkit/core/tensor.h"
 
@@ -213,6 +214,19 @@ class Backend : public Allocator {
   virtual void conv2d_backward_weights(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x,
                                        const Tensor& dy, const Tensor& dw, const Tensor& db,
                                        const Tensor& workspace);
+
+  // ---- collectives between ranks' devices (convkit/backend/device_communicator.h).
+  // No cpu fallback: cpu tensors travel over MPI (the dist layer's MPI group).
+  // Whether this backend makes communicators, and with what; the defaults
+  // below say no.
+  virtual CommunicatorSupport communicator_support() const;
+  // A fresh id, made on rank 0 and sent to the others; Error when unsupported.
+  virtual CommunicatorId make_communicator_id();
+  // This rank's communicator among `size` ranks that share `id`, on `device`
+  // (one of this backend's). Returns once every rank has joined; Error when
+  // they have not within timeout_seconds, or the library refuses.
+  virtual std::unique_ptr<DeviceCommunicator> make_communicator(const CommunicatorId& id, int rank, int size,
+                                                                Device device, double timeout_seconds);
 
  private:
   friend class CpuFallback;

@@ -1,7 +1,8 @@
 #pragma once
 // Process groups: the ranks of a data-parallel job and the collectives they
-// run together, on MPI (cpu and sim tensors), as PyTorch's
-// torch.distributed does on gloo / MPI.
+// run together, on MPI (cpu tensors) or on a device communicator (NCCL for
+// cuda tensors, convkit/dist/device_group.h), as PyTorch's
+// torch.distributed does on gloo / MPI / NCCL.
 //
 //   auto group = dist::world();          // MPI's world under mpirun, else one rank
 //   Tensor g = ...;                      // contiguous float32 or float64 on the cpu
@@ -55,11 +56,15 @@ class ProcessGroup {
   virtual ~ProcessGroup() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // "single" (one rank, no MPI) or "mpi".
+  // "single" (one rank, no MPI), "mpi", or a device group's library:
+  // "nccl" (cuda) or "sim" (convkit/dist/device_group.h).
   virtual std::string backend() const = 0;
+  // The device whose tensors the group communicates: the cpu for the MPI
+  // and one-rank groups, a device group's own device.
+  virtual Device device() const { return kCPU; }
 
   // Sums `tensor` over the ranks, in place. It must be contiguous float32 or
-  // float64 on the cpu, with the same shape on every rank; the group reads
+  // float64 on device(), with the same shape on every rank; the group reads
   // and writes it on its own thread until wait() returns, so the caller must
   // not touch it before then (the Work keeps it alive).
   virtual std::shared_ptr<Work> allreduce_sum(Tensor tensor) = 0;

@@ -18,8 +18,9 @@
 
 namespace convkit::dist {
 
-// Sums a layer's statistics over the ranks of a group: the tensor is staged
-// through the cpu, all-reduced, and brought back to its device; its backward
+// Sums a layer's statistics over the ranks of a group: the tensor is copied
+// to the group's device (the cpu for MPI; none for a device group on the
+// tensor's own device), all-reduced, and brought back; its backward
 // all-reduces the incoming gradient the same way. With one rank it is the
 // identity and communicates nothing.
 class ProcessGroupStatsReducer : public nn::BatchStatsReducer {

@@ -106,6 +106,12 @@ struct FitOptions {
   // Callbacks run on every rank: give the ones that write files to rank 0
   // alone, as `convkit train` does. Null, or one rank: plain training.
   std::shared_ptr<dist::ProcessGroup> process_group;
+  // The group that DistributedDataParallel broadcasts the parameters and
+  // reduces the gradients on, when it is not process_group: a device group
+  // over the same ranks (dist::device_group, NCCL for a model on cuda), so
+  // that gradients stay on the device. The step agreement and the metrics
+  // still go over process_group. Null: process_group does everything.
+  std::shared_ptr<dist::ProcessGroup> gradient_group;
 };
 
 // Trains `model` with `optimizer` on `train_loader` (in training mode; the
