@@ -45,6 +45,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+Clock::time_point deadline_after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
 // NCCL_VERSION_CODE and ncclGetVersion: major * 10000 + minor * 100 + patch.
 std::string version_text(int code) { return detail::concat(code / 10000, ".", code / 100 % 100, ".", code % 100); }
 
@@ -89,7 +93,7 @@ class NcclCommunicator final : public DeviceCommunicator {
       (void)cudaStreamSynchronize(stream_);
       ncclResult_t r = ncclCommFinalize(comm_);
       if (r == ncclSuccess || r == ncclInProgress)
-        r = settle(comm_, Clock::now() + std::chrono::duration<double>(timeout_seconds_));
+        r = settle(comm_, deadline_after(timeout_seconds_));
       if (r == ncclSuccess) {
         (void)ncclCommDestroy(comm_);
       } else {
@@ -175,7 +179,7 @@ class NcclCommunicator final : public DeviceCommunicator {
 
   void enqueue(const char* call, ncclResult_t r) {
     if (r == ncclInProgress)
-      r = settle(comm_, Clock::now() + std::chrono::duration<double>(timeout_seconds_));
+      r = settle(comm_, deadline_after(timeout_seconds_));
     CK_CHECK(r != ncclInProgress, call, " was still being enqueued after ", timeout_seconds_, " s");
     CK_CHECK(r == ncclSuccess, nccl_error(call, r, comm_));
   }
@@ -238,7 +242,7 @@ std::unique_ptr<DeviceCommunicator> make_nccl_communicator(const CommunicatorId&
   ncclComm_t comm = nullptr;
   ncclResult_t r = ncclCommInitRankConfig(&comm, size, unique, rank, &config);
   if (r == ncclSuccess || r == ncclInProgress)
-    r = settle(comm, Clock::now() + std::chrono::duration<double>(timeout_seconds));
+    r = settle(comm, deadline_after(timeout_seconds));
   if (r != ncclSuccess) {
     const std::string why = r == ncclInProgress
                                 ? detail::concat("not every one of the ", size, " ranks joined within ",
