@@ -7,6 +7,10 @@
 // leave        rank 1's program ends early; rank 0 must abort at once
 // kill         rank 1 kills itself (SIGKILL) mid-job
 // throw        an exception escapes rank 1's main
+// device-id    dist::device_group(sim) over MPI: the id rank 0 makes reaches
+//              rank 1, which refuses it (the sim emulation joins threads of
+//              one process, and the id names rank 0's), and rank 0 times out
+//              waiting for rank 1 to join
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "convkit/core/error.h"
+#include "convkit/dist/device_group.h"
 #include "convkit/dist/process_group.h"
 #include "convkit/ops/factory.h"
 #include "mpi_expect.h"
@@ -132,6 +137,18 @@ int main(int argc, char** argv) {
     std::printf("rank %d: %s\n", rank, mpi_failures ? "FAILED" : "ok");
     return mpi_failures ? 1 : 0;
   }
+  if (mode == "device-id") {
+    std::string error;
+    try {
+      dist::device_group(kSim, g, dist::ProcessGroupOptions().timeout(2));
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    const std::string want = rank == 0 ? "rank 1 of 2 did not join within 2 s" : "this id was made by process";
+    expect(error.find(want) != std::string::npos, rank, "the error \"" + error + "\" lacks \"" + want + "\"");
+    std::printf("rank %d: %s\n", rank, mpi_failures ? "FAILED" : "ok");
+    return mpi_failures ? 1 : 0;
+  }
   issue_some(*g, 3);
   if (mode == "hang" || mode == "hang-root") {
     if (rank == (mode == "hang" ? 1 : 0)) std::this_thread::sleep_for(std::chrono::seconds(120));
@@ -146,7 +163,7 @@ int main(int argc, char** argv) {
     if (rank == 1) throw Error("rank 1 gives up");
     issue_some(*g, 1);
   } else {
-    std::fprintf(stderr, "usage: mpi_check collectives|hang|hang-root|leave|kill|throw\n");
+    std::fprintf(stderr, "usage: mpi_check collectives|hang|hang-root|leave|kill|throw|device-id\n");
     return 2;
   }
   std::printf("rank %d: got past the failure\n", rank);

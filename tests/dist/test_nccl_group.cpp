@@ -53,7 +53,9 @@ TEST_F(NcclGroup, RefusesTensorsOffItsDevice) {
 }
 
 TEST_F(NcclGroup, DdpBucketsThroughOneNcclRankMatchPlainTraining) {
-  EXPECT_EQ(one_rank_reducer_difference(dist::device_group(kGpu, dist::world())), 0.0);
+  // Not exactly 0 as on sim: a GPU kernel that accumulates with atomics may
+  // round differently from one run to the next.
+  EXPECT_LT(one_rank_reducer_difference(dist::device_group(kGpu, dist::world())), 1e-5);
 }
 
 }  // namespace
