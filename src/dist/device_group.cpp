@@ -48,6 +48,7 @@ class DeviceGroup final : public ProcessGroup, public std::enable_shared_from_th
 
   std::shared_ptr<Work> allreduce_sum(Tensor tensor) override { return issue("allreduce_sum", std::move(tensor), -1); }
   std::shared_ptr<Work> broadcast(Tensor tensor, int root) override {
+    check_root("broadcast", root, size());  // before issue(), which takes a negative root for "none"
     return issue("broadcast", std::move(tensor), root);
   }
   // Neither NCCL nor its emulation has a barrier: a one-element all-reduce
@@ -64,10 +65,9 @@ class DeviceGroup final : public ProcessGroup, public std::enable_shared_from_th
     const auto deadline = c->issued_at + std::chrono::duration<double>(timeout_seconds_);
     for (int polls = 0;; ++polls) {
       if (poll(number)) return;
-      if (Clock::now() >= deadline) {
-        c = find(number);
-        stalled(*c);
-      }
+      // Collectives complete in issue order: the earliest one still in
+      // flight is the one that stalled (its deadline passed first).
+      if (Clock::now() >= deadline) stalled(in_flight_.front());
       lock.unlock();
       back_off(polls);
       lock.lock();

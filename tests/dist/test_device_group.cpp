@@ -144,6 +144,9 @@ TEST(DeviceGroup, OneRankOverTheSingleGroup) {
   EXPECT_EQ(group->rank(), 0);
   EXPECT_EQ(group->size(), 1);
   EXPECT_EQ(one_rank_collectives_problem(group), "");
+  EXPECT_TRUE(throws_with([&] { group->broadcast(zeros({2}, kSim), -1); }, {"root -1 is not a rank"}));
+  EXPECT_TRUE(throws_with([&] { group->allreduce_sum(zeros({2}, TensorOptions().device(kSim).dtype(DType::int64))); },
+                          {"allreduce_sum", "int64 [2]", "float32 or float64"}));
 }
 
 TEST(DeviceGroup, FourThreadRanksSumBroadcastAndMeetAtBarriers) {
