@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_testing.h"
 #include "convkit/io/checkpoint.h"
@@ -135,6 +137,24 @@ TEST_F(CliDistributed, ARankErrorNamesTheRankAndEndsTheJob) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("rank 0 of 2"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("rank 1 of 2"), std::string::npos) << r.err;
+}
+
+// The benchmark checks the sums before it times them, and reports one line
+// per size (8 B to 2 KiB: 8, 32, 128, 512, 2048) from rank 0 alone.
+TEST_F(CliDistributed, BenchAllreduceTimesTheGroupOfTheJob) {
+  const CommandResult r = convkit_on_ranks(2, "bench allreduce --max-bytes 2048 --json");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("2 ranks, mpi group"), std::string::npos) << r.out;
+  std::vector<double> sizes;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    const json::Value v = json::parse(line, "bench allreduce --json");
+    EXPECT_EQ(number(v, "ranks"), 2);
+    EXPECT_GT(number(v, "seconds"), 0);
+    sizes.push_back(number(v, "bytes"));
+  }
+  EXPECT_EQ(sizes, (std::vector<double>{8, 32, 128, 512, 2048})) << r.out;
 }
 
 }  // namespace
