@@ -22,17 +22,9 @@ namespace {
 
 namespace json = io::json;
 
-bool have_mpirun() { return run_command("command -v mpirun").status == 0; }
-
-// The tool on `ranks` ranks, one OpenMP thread each. OpenMPI refuses root
-// without the two variables (CI runs as root); LeakSanitizer would report
-// OpenMPI's own allocations at exit in the sanitized build.
+// The tool on `ranks` ranks, one OpenMP thread each.
 CommandResult convkit_on_ranks(int ranks, const std::string& args) {
-  return run_command(
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 "
-      "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" "
-      "mpirun --oversubscribe -np " +
-      std::to_string(ranks) + " " + shell_quote(CONVKIT_CLI_PATH) + " " + args);
+  return run_command(mpirun_prefix(ranks) + shell_quote(CONVKIT_CLI_PATH) + " " + args);
 }
 
 class CliDistributed : public ::testing::Test {
