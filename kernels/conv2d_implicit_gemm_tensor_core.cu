@@ -45,8 +45,20 @@
 //        positions): Bs[k][col], rows of 72 words. A warp stores 32
 //        consecutive columns of one row; b0 is word 72*tig + group: bank
 //        8*tig + group, all 32 distinct (b1, 4 rows on, adds 288 = 0 mod 32).
+//        The output tile, Cs[m][col], rows of 72 words (36 KB of shared
+//        memory in all, under the 48 KB of static shared memory). Lane
+//        (group, tig) stores c_i at row group (+8), column 2*tig + (i & 1):
+//        bank 8*group + 2*tig + (i & 1), so groups g and g+4 would share
+//        banks; a swizzle (c_column) flips the column's low bit on rows with
+//        bit 2 set, sending them to the odd banks when the others take the
+//        even ones. The read-out walks 32 consecutive columns of one row.
 //      The sim profiler's bank-conflict counter confirms zero conflict
 //      wavefronts on every pass (docs/results/sim-profile/).
+//    - Epilogue: the mma fragments scatter a lane's outputs over 2 rows and
+//      4 column pairs, which stored straight to global memory touch ~14
+//      sectors per request for 4 useful (v1 does that). Staged through Cs,
+//      each warp stores 32 consecutive output columns: consecutive positions
+//      of one image (forward, backward-data at stride 1) or of one dw row.
 //    - Per K-step the block loads 2 * 64 * 32 elements for 2 * 64 * 64 * 32
 //      flops: 16 flop/B, version 3's, now far under the tensor cores' ridge,
 //      so the loaders' gathers, not the mma, set the pace.
@@ -133,10 +145,17 @@ constexpr int kWarpM = kTileM / kWarpsM, kWarpN = kTileN / kWarpsN;  // 32 x 16
 constexpr int kMmaM = kWarpM / 16, kMmaN = kWarpN / 8;               // 2 x 2 mma tiles
 constexpr int kRowK = kTileK + 4;    // As[m][k] and Bs[col][k]: 36 words
 constexpr int kRowCol = kTileN + 8;  // Bs[k][col]: 72 words
+constexpr int kRowC = kTileN + 8;    // Cs[m][col]: 72 words
 static_assert(kWarpsM * kWarpsN * 32 == kThreads, "the warps must tile the block tile exactly");
 static_assert(kTileK == 32, "the along-k loaders put one warp on one run of k");
 static_assert(kTileK * kRowCol == kTileN * kRowK, "both B layouts take the same shared memory");
 }  // namespace tiled
+
+// Where output (row, col) of the tile sits in its Cs row: rows whose bit 2
+// is set swap each even column with the odd one after it, so the two halves
+// of a warp's fragment store (groups 0-3 and 4-7, same banks at 72 words a
+// row) land on even and odd banks.
+__device__ __forceinline__ int c_column(int row, int col) { return col ^ ((row >> 2) & 1); }
 
 template <bool BAlongK>
 using TcBTile = std::conditional_t<BAlongK, std::uint32_t[tiled::kTileN][tiled::kRowK],
@@ -148,6 +167,7 @@ __global__ void __launch_bounds__(tiled::kThreads) implicit_gemm_tc_v2_tiled(Pro
   constexpr bool kAlongK = Problem::kBAlongK;
   __shared__ SharedArray<std::uint32_t[kTileM][kRowK]> As;  // As[m][k]
   __shared__ SharedArray<TcBTile<kAlongK>> Bs;              // Bs[col][k] along k, else Bs[k][col]
+  __shared__ SharedArray<float[kTileM][kRowC]> Cs;          // the output tile, swizzled (c_column)
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid % 32, warp = tid / 32;
   const int group = lane >> 2, tig = lane % 4;
@@ -205,10 +225,21 @@ __global__ void __launch_bounds__(tiled::kThreads) implicit_gemm_tc_v2_tiled(Pro
     }
     __syncthreads();  // before the next K-step overwrites the tiles
   }
+  // The epilogue goes through shared memory (see the head): fragments in,
+  // rows out with a warp's lanes on 32 consecutive columns.
   CK_UNROLL
   for (int i = 0; i < kMmaM; ++i)
     CK_UNROLL
-    for (int j = 0; j < kMmaN; ++j) store_tile(pb, grp, m0 + wm + i * 16, n0 + wn + j * 8, slice, lane, acc[i][j]);
+    for (int j = 0; j < kMmaN; ++j)
+      CK_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        const int row = wm + i * 16 + group + (r >= 2 ? 8 : 0), col = wn + j * 8 + tig * 2 + (r & 1);
+        Cs[row][c_column(row, col)] = acc[i][j][r];
+      }
+  __syncthreads();
+  const int col = tid % kTileN;
+  for (int row = tid / kTileN; row < kTileM; row += kThreads / kTileN)
+    if (m0 + row < pb.M && n0 + col < pb.cols) pb.store(grp, m0 + row, n0 + col, slice, Cs[row][c_column(row, col)]);
 }
 
 // ---------------------------------------------------------------------------
