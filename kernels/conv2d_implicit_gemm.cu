@@ -3,7 +3,10 @@
 // from the image (or the output gradient) at the moment the GEMM loads it, so
 // the column matrix, 9x the activations for a 3x3 layer and larger than L2 on
 // real layers, is never written or read back. The contract is in
-// conv2d_implicit_gemm.cuh.
+// conv2d_implicit_gemm.cuh; the problems (what A, B and a result are
+// for each pass, the stride phases, the split-K) are in
+// conv2d_implicit_gemm_problem.cuh, shared with the
+// tensor-core kernels (conv2d_implicit_gemm_tensor_core.cu).
 //
 // Per group g, with Cg = C/groups, Kg = K/groups and depth = Cg*R*S, the
 // passes are these products (col(x) the column matrix, never formed):
@@ -208,6 +211,8 @@ __global__ void __launch_bounds__(tiled::kThreads) implicit_gemm_v3_tiled(Proble
   }
 }
 
+// Version 4's backward-data A, one stride phase at a time: wt[(grp*Cg + c)*depth
+// + kk*taps + jr*pw.taps + js] = w[((grp*Kg + kk)*Cg + c)*R*S + r*S + s], r and
 // s the jr-th and js-th taps of the phase, depth = Kg*taps. A phase's rows
 // are then contiguous runs of exactly the taps it multiplies.
 template <typename T>

@@ -165,9 +165,6 @@ __global__ void transpose_filter_kernel(const T* __restrict__ w, T* __restrict__
   }
 }
 
-// Version 4's backward-data A, one stride phase at a time: wt[(grp*Cg + c)*depth
-// + kk*taps + jr*pw.taps + js] = w[((grp*Kg + kk)*Cg + c)*R*S + r*S + s], r and
-
 // ---- Host side.
 
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
