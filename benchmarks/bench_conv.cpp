@@ -29,7 +29,7 @@
 // --sim-profile=GPU times nothing: it runs each pass once on sim under the
 // performance model (convkit/sim/profile.h), for every version of the kernel
 // families its algorithm uses, and prints the exact counters with a roofline
-// estimate for that GPU.
+// estimate for that GPU; --families=a,b keeps only those families.
 #include <benchmark/benchmark.h>
 
 #include <convkit/convkit.h>
@@ -48,6 +48,7 @@
 #include "onednn_baseline.h"
 #include "convkit/backend/backend.h"
 #include "convkit/backend/kernel_versions.h"
+#include "convkit/backend/precision.h"
 #include "convkit/sim/profile.h"
 #include "layer_sets.h"
 
@@ -197,6 +198,11 @@ Runner baseline_runner(const ConvCase& c, std::shared_ptr<const Library> conv) {
 }
 
 // Checks, warms up and times one runner on one case.
+// The unit roundoff of the operands a pass multiplies, for its check: tf32's
+// where allow_tf32 sends float32 products to the tensor cores (a GPU
+// backend), else 0 (strict).
+double operand_unit(const ConvCase& c) { return allow_tf32() && c.device.type != DeviceType::cpu ? 0x1p-11 : 0.0; }
+
 void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, const Runner& runner) {
   const Tensor workspace =
       runner.workspace_bytes == 0
@@ -215,7 +221,8 @@ void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, con
     runner.run(*copies[0], workspace);
     backend.synchronize();
     if (runner.export_output) runner.export_output(*copies[0]);
-    const CheckResult check = check_conv_pass(c.desc, runner.check_as, c.pass, copies[0]->to_host());
+    const CheckResult check =
+        check_conv_pass(c.desc, runner.check_as, c.pass, copies[0]->to_host(), operand_unit(c));
     if (!check.ok()) {
       std::ostringstream os;
       os << "wrong result: " << check.failures << " of " << check.checked
@@ -302,8 +309,9 @@ void run_conv(benchmark::State& state, const ConvCase& c) {
 std::vector<std::string> kernel_families_of(ConvAlgo algo) {
   switch (algo) {
     case ConvAlgo::direct: return {"conv2d_direct"};
-    // conv2d_implicit_gemm v1 is the explicit path, the one im2col and gemm's versions change.
-    case ConvAlgo::im2col_gemm: return {"conv2d_implicit_gemm", "im2col", "gemm"};
+    // conv2d_implicit_gemm v1 is the explicit path, the one im2col and gemm's
+    // versions change; the tensor-core family runs under allow_tf32.
+    case ConvAlgo::im2col_gemm: return {"conv2d_implicit_gemm", "im2col", "gemm", "conv2d_implicit_gemm_tensor_core"};
     case ConvAlgo::fft: return {"conv2d_fft"};
     case ConvAlgo::winograd: return {"conv2d_winograd", "gemm"};
     default: return {};
@@ -325,12 +333,14 @@ std::vector<sim::KernelProfile> profile_pass(const ConvCase& c, Backend& backend
   runner.run(operands, workspace);
   backend.synchronize();
   std::vector<sim::KernelProfile> counted = sim::take_profile();
-  const CheckResult check = check_conv_pass(c.desc, c.algo, c.pass, operands.to_host());
+  const CheckResult check = check_conv_pass(c.desc, c.algo, c.pass, operands.to_host(), operand_unit(c));
   CK_CHECK(check.ok(), "wrong result: ", check.failures, " of ", check.checked, " sampled elements out of tolerance");
   return counted;
 }
 
-int print_sim_profiles(const std::vector<ConvCase>& cases, const std::string& gpu_name) {
+// families: the kernel families to profile (empty: every one the algorithm uses).
+int print_sim_profiles(const std::vector<ConvCase>& cases, const std::string& gpu_name,
+                       const std::vector<std::string>& families) {
   const sim::GpuSpec& gpu = sim::gpu_spec(gpu_name);
   for (const ConvCase& c : cases) {
     const std::string name = "conv/" + c.set + "/" + c.layer + "/sim/" + std::string(conv_algo_name(c.algo)) + "/" +
@@ -342,6 +352,7 @@ int print_sim_profiles(const std::vector<ConvCase>& cases, const std::string& gp
       continue;
     }
     for (const std::string& family : kernel_families_of(c.algo)) {
+      if (!families.empty() && std::find(families.begin(), families.end(), family) == families.end()) continue;
       const auto versions_of = [&family] {
         for (const KernelFamilyInfo& f : kernel_families())
           if (f.family == family) return f.versions;
@@ -349,7 +360,10 @@ int print_sim_profiles(const std::vector<ConvCase>& cases, const std::string& gp
       };
       // im2col's and gemm's kernels run only on im2col_gemm's explicit path
       // (conv2d_implicit_gemm v1, a family that registers on the first pass).
-      const bool explicit_path = c.algo == ConvAlgo::im2col_gemm && family != "conv2d_implicit_gemm";
+      const bool tensor_cores = family == "conv2d_implicit_gemm_tensor_core";
+      const bool explicit_path = c.algo == ConvAlgo::im2col_gemm && family != "conv2d_implicit_gemm" && !tensor_cores;
+      // The other families' runs are strict float32, whatever CONVKIT_ALLOW_TF32 says.
+      const ScopedAllowTf32 precision(tensor_cores);
       if (explicit_path) set_kernel_version("conv2d_implicit_gemm", 1);
       // A family registers when its launcher first runs.
       if (versions_of() == 0) (void)profile_pass(c, backend);
@@ -389,6 +403,8 @@ const std::map<std::string, std::string> kFlags = {
     {"sim-profile", "time nothing: run each pass once on sim under the sim performance model, for every version of "
                     "the kernels its algorithm uses, and print the exact counters with a roofline estimate for this "
                     "GPU (H100, A100 or V100)"},
+    {"families", "with --sim-profile, comma-separated kernel families to profile (default every family the "
+                 "algorithm uses; e.g. conv2d_implicit_gemm_tensor_core)"},
 };
 
 }  // namespace
@@ -499,7 +515,7 @@ int main(int argc, char** argv) {
     }
     if (sim_profile) {
       const std::string gpu = flags.get("sim-profile", "true");
-      return print_sim_profiles(profile_cases, gpu == "true" ? "H100" : gpu);
+      return print_sim_profiles(profile_cases, gpu == "true" ? "H100" : gpu, flags.get_list("families", {}));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_conv: %s\n", e.what());

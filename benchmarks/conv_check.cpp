@@ -140,7 +140,7 @@ struct Compared {
   const char* tensor;
 };
 
-void compare(ConvAlgo algo, const std::vector<Compared>& items, CheckResult& result) {
+void compare(ConvAlgo algo, const std::vector<Compared>& items, double operand_unit, CheckResult& result) {
   const double eps = std::numeric_limits<float>::epsilon();
   double largest = 0;
   for (const Compared& c : items) largest = std::max(largest, c.want.magnitude);
@@ -153,7 +153,7 @@ void compare(ConvAlgo algo, const std::vector<Compared>& items, CheckResult& res
     double tol;
     const double n = static_cast<double>(c.want.terms + 2), u = eps / 2;
     if (sums_products) {
-      tol = n * u / (1 - n * u) * c.want.magnitude;
+      tol = (n * u / (1 - n * u) + 2 * operand_unit + operand_unit * operand_unit) * c.want.magnitude;
     } else if (algo == ConvAlgo::winograd) {
       tol = kWinogradErrorFactor * n * u / (1 - n * u) * largest;
     } else {
@@ -180,7 +180,8 @@ void require_size(const std::vector<float>& v, std::int64_t size, const char* wh
 
 }  // namespace
 
-CheckResult check_conv_pass(const Conv2dDesc& d, ConvAlgo algo, ConvPass pass, const PassData& data) {
+CheckResult check_conv_pass(const Conv2dDesc& d, ConvAlgo algo, ConvPass pass, const PassData& data,
+                            double operand_unit) {
   d.validate("conv check");
   const Layout L{d};
   const std::int64_t x_size = d.N * d.C * d.H * d.W, w_size = d.K * L.Cg * d.R * d.S;
@@ -210,19 +211,19 @@ CheckResult check_conv_pass(const Conv2dDesc& d, ConvAlgo algo, ConvPass pass, c
       require_size(data.out, w_size, "dw");
       for (std::int64_t i : sample_indices(w_size, sample_count(static_cast<double>(d.N * L.P * L.Q))))
         items.push_back({data.out[i], backward_weights_element(L, data, i), i, "dw"});
-      compare(algo, items, result);
+      compare(algo, items, operand_unit, result);
       items.clear();
       if (!data.db.empty()) {
         require_size(data.db, d.K, "db");
         for (std::int64_t k : sample_indices(d.K, sample_count(static_cast<double>(d.N * L.P * L.Q))))
           items.push_back({data.db[k], bias_gradient_element(L, data, k), k, "db"});
         // The bias gradient is a plain sum in every algorithm.
-        compare(ConvAlgo::direct, items, result);
+        compare(ConvAlgo::direct, items, 0, result);
       }
       return result;
     }
   }
-  compare(algo, items, result);
+  compare(algo, items, operand_unit, result);
   return result;
 }
 

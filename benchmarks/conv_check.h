@@ -41,6 +41,12 @@ struct PassData {
   std::vector<float> db;           // bias gradient (backward-weights with bias)
 };
 
-CheckResult check_conv_pass(const Conv2dDesc& desc, ConvAlgo algo, ConvPass pass, const PassData& data);
+// operand_unit: the unit roundoff the pass rounded its operands to before
+// multiplying (2^-11 for tf32 on the tensor cores; 0, the default, for strict
+// float32). Each product may then be off by 2u + u^2 relative, which widens
+// the tolerance of the algorithms that sum products by that much of the
+// magnitude (tests/gpu/tensor_core_tolerance.h).
+CheckResult check_conv_pass(const Conv2dDesc& desc, ConvAlgo algo, ConvPass pass, const PassData& data,
+                            double operand_unit = 0);
 
 }  // namespace convkit::bench

@@ -18,6 +18,9 @@
 //   4 implicit, staged: version 3's tiles, the image patch
 //     and the A rows copied to shared memory as aligned row-contiguous runs,
 //     im2col formed from there (kernels/conv2d_implicit_gemm_staged.cuh)
+// Under allow_tf32 the algorithm runs float32 passes on the tensor cores
+// instead (kernels/conv2d_implicit_gemm_tensor_core.cuh), whatever this
+// family's version.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/arg_parser.h"
+#include "cli/bench_allreduce.h"
 #include "cli/cli_common.h"
 #include "cli/build_commit.h"
 #include "cli/commands.h"
@@ -145,23 +146,28 @@ int bench_train(const Args& args) {
 
 constexpr const char* kBenchUsage =
     "usage: convkit bench train MODEL [options]\n"
-    "Training throughput (forward, backward, optimizer step) on synthetic data.\n"
+    "       [mpirun -np N] convkit bench allreduce [--min-bytes B] [--max-bytes B] [--json]\n"
+    "bench train: training throughput (forward, backward, optimizer step) on synthetic data.\n"
     "  --device D        cpu (default), sim, cuda, cuda:N\n"
     "  --batch B         batch size (64)\n"
     "  --steps N         timed steps (20), after --warmup W steps (2)\n"
     "  --repeat N        time the steps N times (1); prints the median images/s with min and max\n"
     "  --algo A          convolution algorithm (default automatic): {algos}\n"
     "  --optimizer O     adam (default), adamw, sgd, rmsprop\n"
-    "  --json            end with one line of JSON (with host, isa, threads, commit and version)\n";
+    "  --json            end with one line of JSON (with host, isa, threads, commit and version)\n"
+    "bench allreduce: time per all-reduce of the job's process group (float32 sums), from\n"
+    "--min-bytes (8) to --max-bytes (64 MiB) by factors of 4, the slowest rank's; --json adds a\n"
+    "line per size. Its latency and bandwidth are the inputs of docs/distributed-scaling.md.\n";
 
 int run_bench(const Args& args) {
   if (help_requested(args)) {
     std::fputs(with_algo_names(kBenchUsage).c_str(), stdout);
     return 0;
   }
-  CK_CHECK(!args.empty(), "missing what to benchmark (expected 'bench train MODEL ...')");
+  CK_CHECK(!args.empty(), "missing what to benchmark (expected 'bench train MODEL ...' or 'bench allreduce')");
   if (args[0] == "train") return bench_train(Args(args.begin() + 1, args.end()));
-  CK_FAIL("unknown benchmark '", args[0], "' (expected train)");
+  if (args[0] == "allreduce") return bench_allreduce(Args(args.begin() + 1, args.end()));
+  CK_FAIL("unknown benchmark '", args[0], "' (expected train or allreduce)");
 }
 
 }  // namespace convkit::cli

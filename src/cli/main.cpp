@@ -23,7 +23,8 @@ const std::vector<Command>& commands() {
       {"inspect", "what a checkpoint holds: model, classes, optimizer, epoch, metrics", run_inspect},
       {"export", "a checkpoint's weights as safetensors: export CHECKPOINT --safetensors OUT",
        run_export},
-      {"bench", "training throughput on synthetic data: bench train MODEL --device D ...",
+      {"bench", "training throughput on synthetic data (bench train MODEL --device D ...); all-reduce cost "
+                "(mpirun -np N convkit bench allreduce)",
        run_bench},
   };
   return list;

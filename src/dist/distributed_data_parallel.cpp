@@ -32,9 +32,13 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
 
 DistributedDataParallel::~DistributedDataParallel() = default;
 
-Tensor DistributedDataParallel::forward(const Tensor& input) {
+void DistributedDataParallel::prepare_forward() {
   if (options_.broadcast_buffers_ && group_->size() > 1 && is_training())
     detail::broadcast_tensors(*group_, module_->buffers(), 0);
+}
+
+Tensor DistributedDataParallel::forward(const Tensor& input) {
+  prepare_forward();
   return module_->forward(input);
 }
 

@@ -32,6 +32,15 @@
 // partials of backward-weights (or backward-data's transposed filter). A
 // descriptor the implicit kernels cannot index (a tensor of 2^31 elements or
 // more) runs the explicit path whatever the version.
+//
+// With allow_tf32 (convkit/backend/precision.h), float32 passes run on the
+// tensor cores instead (kernels/conv2d_implicit_gemm_tensor_core.cuh),
+// whatever conv2d_implicit_gemm's version; float64 always runs strict. The
+// setting is read once per pass. workspace_bytes cannot know what it will be
+// when the pass runs, so for float32 it is the larger of the two paths'
+// needs: a pure function of the descriptor, enough for either. With the
+// default versions the two are equal (the tensor-core kernel cuts the same
+// split-K and transposes the same filter as version 3), so nothing grows.
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -39,9 +48,11 @@
 
 #include "conv/implicit_gemm.h"
 #include "convkit/backend/kernel_versions.h"
+#include "convkit/backend/precision.h"
 #include "gpu/gpu_backend.h"
 #include "gpu/gpu_conv_algorithm.h"
 #include "kernels/conv2d_implicit_gemm.cuh"
+#include "kernels/conv2d_implicit_gemm_tensor_core.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/gemm.cuh"
 #include "kernels/im2col.cuh"
@@ -112,6 +123,18 @@ int implicit_version(const Conv2dDesc& d, DType dtype) {
   return conv2d_implicit_gemm_cannot_implement(dtype, d, v).empty() ? v : 0;
 }
 
+// The tensor-core version that would run `d` in `dtype` with allow_tf32 on,
+// or 0: float32 only, and a descriptor the family can run.
+int tensor_core_version(const Conv2dDesc& d, DType dtype) {
+  if (dtype != DType::float32) return 0;
+  register_conv2d_implicit_gemm_tensor_core_family();
+  const int v = kernel_version("conv2d_implicit_gemm_tensor_core");
+  return conv2d_implicit_gemm_tensor_core_cannot_implement(dtype, d, v).empty() ? v : 0;
+}
+
+// The tensor-core version this pass runs, or 0 for strict float32 (or float64).
+int tf32_version(const Conv2dDesc& d, DType dtype) { return allow_tf32() ? tensor_core_version(d, dtype) : 0; }
+
 // What every pass checks before touching memory.
 void check_call(const Conv2dDesc& d, ConvPass pass, DType dtype, std::initializer_list<const void*> required,
                 const void* workspace, std::size_t needed) {
@@ -147,6 +170,13 @@ void forward_chunk(DType dtype, const GemmShape& g, const unsigned char* w, cons
   }
 }
 
+// The strict path's workspace (implicit or explicit).
+std::size_t strict_workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) {
+  if (const int v = implicit_version(desc, dtype)) return conv2d_implicit_gemm_workspace_bytes(dtype, desc, pass, v);
+  const std::size_t elem = dtype_size(dtype);
+  return carve(GemmShape(desc), pass, plan_chunk(desc, pass, elem), elem, nullptr).bytes;
+}
+
 class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
  public:
   ConvAlgo algo() const override { return ConvAlgo::im2col_gemm; }
@@ -163,15 +193,20 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
   std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const override {
     desc.validate(op_name(pass).c_str());
     CK_CHECK(is_floating(dtype), op_name(pass), ": dtype ", dtype, " is not supported (float32 or float64)");
-    if (const int v = implicit_version(desc, dtype))
-      return conv2d_implicit_gemm_workspace_bytes(dtype, desc, pass, v);
-    const std::size_t elem = dtype_size(dtype);
-    return carve(GemmShape(desc), pass, plan_chunk(desc, pass, elem), elem, nullptr).bytes;
+    const std::size_t tensor_core =
+        tensor_core_version(desc, dtype) != 0
+            ? conv2d_implicit_gemm_tensor_core_workspace_bytes(dtype, desc, pass, tensor_core_version(desc, dtype))
+            : 0;
+    return std::max(tensor_core, strict_workspace_bytes(desc, dtype, pass));
   }
 
   void forward(const Conv2dDesc& d, DType dtype, const void* x, const void* w, const void* b, void* y,
                void* workspace) const override {
     check_call(d, ConvPass::forward, dtype, {x, w, y}, workspace, workspace_bytes(d, dtype, ConvPass::forward));
+    if (const int v = tf32_version(d, dtype)) {
+      launch_conv2d_implicit_gemm_tensor_core_forward(dtype, d, x, w, b, y, v);
+      return;
+    }
     if (const int v = implicit_version(d, dtype)) {
       launch_conv2d_implicit_gemm_forward(dtype, d, x, w, b, y, v);
       return;
@@ -199,6 +234,10 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
                      void* workspace) const override {
     check_call(d, ConvPass::backward_data, dtype, {dy, w, dx}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_data));
+    if (const int v = tf32_version(d, dtype)) {
+      launch_conv2d_implicit_gemm_tensor_core_backward_data(dtype, d, dy, w, dx, workspace, v);
+      return;
+    }
     if (const int v = implicit_version(d, dtype)) {
       launch_conv2d_implicit_gemm_backward_data(dtype, d, dy, w, dx, workspace, v);
       return;
@@ -241,6 +280,11 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
                         void* workspace) const override {
     check_call(d, ConvPass::backward_weights, dtype, {x, dy, dw}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_weights));
+    if (const int v = tf32_version(d, dtype)) {
+      launch_conv2d_implicit_gemm_tensor_core_backward_weights(dtype, d, x, dy, dw, workspace, v);
+      if (db != nullptr) launch_bias_grad(dtype, dy, d.N, d.K, d.P() * d.Q(), db);
+      return;
+    }
     if (const int v = implicit_version(d, dtype)) {
       launch_conv2d_implicit_gemm_backward_weights(dtype, d, x, dy, dw, workspace, v);
       if (db != nullptr) launch_bias_grad(dtype, dy, d.N, d.K, d.P() * d.Q(), db);

@@ -190,6 +190,8 @@ History fit(nn::Module& model, optim::Optimizer& optimizer, data::DataLoader& tr
       const Tensor images = batch->images.to(device);
       const Tensor labels = batch->labels.to(device);
 
+      // The profiler runs the layers one by one, past the wrapper's forward.
+      if (profiler && ddp) ddp->prepare_forward();
       const Tensor logits = profiler ? profiler->forward(images) : ddp ? (*ddp)(images) : model(images);
       if (step == 0 && epoch == options.initial_epoch) check_classes(logits, train_loader, "fit");
       const LossKind kind = resolve_loss(requested, logits);

@@ -72,6 +72,21 @@ TEST(ConvCheck, RejectsAWrongBiasGradientAndNaN) {
   EXPECT_FALSE(check_conv_pass(d, ConvAlgo::fft, ConvPass::forward, data).ok());
 }
 
+// A tf32 pass may be off by 2u + u^2 of the magnitude (u = 2^-11): an
+// element off by 1.5u of its magnitude fails the strict check and passes
+// with operand_unit = 2^-11; one off by 3u fails both.
+TEST(ConvCheck, OperandUnitWidensTheToleranceByTheRoundedProducts) {
+  const Conv2dDesc d = make(1, 1, 1, 1, 1, 1, 1, 1, 0);  // y = x * w: one product
+  PassData data;
+  data.x = {1.0f};
+  data.w = {1.0f};
+  data.out = {1.0f + 1.5f * 0x1p-11f};
+  EXPECT_FALSE(check_conv_pass(d, ConvAlgo::im2col_gemm, ConvPass::forward, data).ok());
+  EXPECT_TRUE(check_conv_pass(d, ConvAlgo::im2col_gemm, ConvPass::forward, data, 0x1p-11).ok());
+  data.out = {1.0f + 3.0f * 0x1p-11f};
+  EXPECT_FALSE(check_conv_pass(d, ConvAlgo::im2col_gemm, ConvPass::forward, data, 0x1p-11).ok());
+}
+
 TEST(ConvCheck, OperandOfTheWrongSizeIsAnError) {
   const Conv2dDesc d = kCases[0].desc;
   PassData data = run_cpu_pass(d, ConvAlgo::direct, ConvPass::forward);

@@ -154,6 +154,19 @@ TEST(Cli, BenchRepeatReportsTheMedianAndTheHost) {
   expect_one_line_error("bench train fmnist-cnn --repeat 0", "--repeat");
 }
 
+// Without a launcher the group is one rank: nothing to communicate, but the
+// sums are still checked and every size reported.
+TEST(Cli, BenchAllreduceRunsOnOneRank) {
+  const CommandResult r = convkit("bench allreduce --min-bytes 16 --max-bytes 100");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("1 rank, single group"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("start it with mpirun -np N"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n         100 "), std::string::npos) << r.out;  // the last size is --max-bytes
+  expect_one_line_error("bench allreduce --min-bytes 6", "must be multiples of 4");
+  expect_one_line_error("bench allreduce --min-bytes 64 --max-bytes 8", "--min-bytes 64 is above --max-bytes 8");
+  expect_one_line_error("bench allreduce extra", "unexpected argument 'extra' (expected only options");
+}
+
 // One flow on a generated IDX data set: train with --json and --out, then
 // summary, eval and predict from the checkpoint it wrote.
 TEST(Cli, TrainEvalPredictOnGeneratedIdx) {

@@ -13,6 +13,19 @@ inline CommandResult convkit(const std::string& args) {
   return run_command(shell_quote(CONVKIT_CLI_PATH) + " " + args);
 }
 
+inline bool have_mpirun() { return run_command("command -v mpirun").status == 0; }
+
+// The start of a command line that runs what follows on `ranks` ranks, one
+// OpenMP thread each. OpenMPI refuses root without the two variables (CI runs
+// as root); LeakSanitizer would report OpenMPI's own allocations at exit in
+// the sanitized build.
+inline std::string mpirun_prefix(int ranks) {
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 "
+         "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" "
+         "mpirun --oversubscribe -np " +
+         std::to_string(ranks) + " ";
+}
+
 inline int count_lines(const std::string& text) {
   int n = 0;
   for (const char c : text) n += c == '\n';

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_testing.h"
 #include "convkit/io/checkpoint.h"
@@ -20,17 +22,9 @@ namespace {
 
 namespace json = io::json;
 
-bool have_mpirun() { return run_command("command -v mpirun").status == 0; }
-
-// The tool on `ranks` ranks, one OpenMP thread each. OpenMPI refuses root
-// without the two variables (CI runs as root); LeakSanitizer would report
-// OpenMPI's own allocations at exit in the sanitized build.
+// The tool on `ranks` ranks, one OpenMP thread each.
 CommandResult convkit_on_ranks(int ranks, const std::string& args) {
-  return run_command(
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 "
-      "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" "
-      "mpirun --oversubscribe -np " +
-      std::to_string(ranks) + " " + shell_quote(CONVKIT_CLI_PATH) + " " + args);
+  return run_command(mpirun_prefix(ranks) + shell_quote(CONVKIT_CLI_PATH) + " " + args);
 }
 
 class CliDistributed : public ::testing::Test {
@@ -135,6 +129,24 @@ TEST_F(CliDistributed, ARankErrorNamesTheRankAndEndsTheJob) {
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("rank 0 of 2"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("rank 1 of 2"), std::string::npos) << r.err;
+}
+
+// The benchmark checks the sums before it times them, and reports one line
+// per size (8 B to 2 KiB: 8, 32, 128, 512, 2048) from rank 0 alone.
+TEST_F(CliDistributed, BenchAllreduceTimesTheGroupOfTheJob) {
+  const CommandResult r = convkit_on_ranks(2, "bench allreduce --max-bytes 2048 --json");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("2 ranks, mpi group"), std::string::npos) << r.out;
+  std::vector<double> sizes;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    const json::Value v = json::parse(line, "bench allreduce --json");
+    EXPECT_EQ(number(v, "ranks"), 2);
+    EXPECT_GT(number(v, "seconds"), 0);
+    sizes.push_back(number(v, "bytes"));
+  }
+  EXPECT_EQ(sizes, (std::vector<double>{8, 32, 128, 512, 2048})) << r.out;
 }
 
 }  // namespace

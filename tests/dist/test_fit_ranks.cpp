@@ -14,6 +14,7 @@
 #include "convkit/data/dataset.h"
 #include "convkit/dist/device_group.h"
 #include "convkit/nn/activation.h"
+#include "convkit/nn/batchnorm.h"
 #include "convkit/nn/flatten.h"
 #include "convkit/nn/linear.h"
 #include "convkit/nn/sequential.h"
@@ -47,6 +48,17 @@ std::shared_ptr<nn::Module> model() {
   return m;
 }
 
+// With a BatchNorm, whose running statistics DDP broadcasts from rank 0
+// before each training forward.
+std::shared_ptr<nn::Module> model_with_buffers() {
+  manual_seed(13);
+  auto m = std::make_shared<nn::Sequential>();
+  m->push_back(std::make_shared<nn::BatchNorm2d>(1));
+  m->push_back(std::make_shared<nn::Flatten>());
+  m->push_back(std::make_shared<nn::Linear>(16, 3));
+  return m;
+}
+
 struct RankRun {
   std::shared_ptr<nn::Module> model;
   train::History history;
@@ -61,7 +73,8 @@ struct RankRun {
 // device to train on.
 RankRun train_rank(std::shared_ptr<dist::ProcessGroup> group, std::shared_ptr<nn::Module> net,
                    std::shared_ptr<const data::Dataset> data, std::int64_t batch, train::NonFinite nonfinite,
-                   std::shared_ptr<dist::ProcessGroup> gradients = nullptr, Device device = kCPU) {
+                   bool profile = false, std::shared_ptr<dist::ProcessGroup> gradients = nullptr,
+                   Device device = kCPU) {
   const int rank = group ? group->rank() : 0, ranks = group ? group->size() : 1;
   RankRun run{std::move(net), {}, {}};
   optim::SGD opt(run.model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
@@ -79,6 +92,7 @@ RankRun train_rank(std::shared_ptr<dist::ProcessGroup> group, std::shared_ptr<nn
   fit.progress = train::ProgressMode::none;
   fit.nonfinite = nonfinite;
   fit.process_group = group;
+  fit.profile = profile;
   fit.gradient_group = gradients;
   fit.device = device;
   fit.validation = &test_loader;
@@ -98,6 +112,14 @@ double max_difference(const nn::Module& a, const nn::Module& b) {
     for (std::size_t j = 0; j < x.size(); ++j) worst = std::max(worst, double(std::abs(x[j] - y[j])));
   }
   return worst;
+}
+
+// Every parameter and buffer, in registration order.
+std::vector<std::vector<float>> state_values(const nn::Module& m) {
+  std::vector<std::vector<float>> out;
+  for (const Tensor& t : m.parameters()) out.push_back(t.to_vector<float>());
+  for (const Tensor& t : m.buffers()) out.push_back(t.to_vector<float>());
+  return out;
 }
 
 // 52 examples on 2 ranks split evenly, so padding repeats nothing and the
@@ -133,14 +155,14 @@ TEST(FitOnRanks, TwoRanksTrainAndReportAsOneRankWithTwiceTheBatch) {
 // as `convkit train` splits them on cuda under mpirun.
 TEST(FitOnRanks, GradientsOverADeviceGroupTrainAsOneRank) {
   const auto data = dataset(false);
-  const RankRun one = train_rank(nullptr, model(), data, 8, train::NonFinite::error, nullptr, kSim);
+  const RankRun one = train_rank(nullptr, model(), data, 8, train::NonFinite::error, false, nullptr, kSim);
   const std::vector<std::shared_ptr<nn::Module>> nets{model(), model()};
   ThreadGroups groups(2);
   std::vector<RankRun> ranks(2);
   groups.run([&](int rank) {
     const auto r = static_cast<std::size_t>(rank);
     auto gradients = dist::device_group(kSim, groups.group(rank));
-    ranks[r] = train_rank(groups.group(rank), nets[r], data, 4, train::NonFinite::error, gradients, kSim);
+    ranks[r] = train_rank(groups.group(rank), nets[r], data, 4, train::NonFinite::error, false, gradients, kSim);
   });
   EXPECT_FALSE(groups.mismatched());
   for (const RankRun& r : ranks) {
@@ -212,6 +234,35 @@ TEST(FitOnRanks, RanksAgreeOnStoppingAndOnNonFiniteSteps) {
   const auto alone = train::detail::agree_on_step(nullptr, true, false);
   EXPECT_TRUE(alone.any_nonfinite);
   EXPECT_FALSE(alone.any_stop);
+}
+
+}  // namespace
+}  // namespace convkit::testing
+
+namespace convkit::testing {
+namespace {
+
+// The layer profiler runs the model's layers itself, past DDP's forward; the
+// step must still be DDP's, buffers broadcast from rank 0 included, so each
+// rank ends with the same bits as without the profiler.
+TEST(FitOnRanks, ProfilingARankChangesNothingItTrains) {
+  const auto data = dataset(false);
+  std::vector<std::vector<std::vector<float>>> plain(2), profiled(2);
+  for (const bool profile : {false, true}) {
+    const std::vector<std::shared_ptr<nn::Module>> nets{model_with_buffers(), model_with_buffers()};
+    ThreadGroups groups(2);
+    std::vector<RankRun> ranks(2);
+    groups.run([&](int rank) {
+      const auto r = static_cast<std::size_t>(rank);
+      ranks[r] = train_rank(groups.group(rank), nets[r], data, 4, train::NonFinite::error, profile);
+    });
+    EXPECT_FALSE(groups.mismatched());
+    for (std::size_t r = 0; r < 2; ++r) {
+      (profile ? profiled : plain)[r] = state_values(*ranks[r].model);
+      EXPECT_EQ(ranks[r].history.profile.has_value(), profile);
+    }
+  }
+  for (std::size_t r = 0; r < 2; ++r) EXPECT_EQ(profiled[r], plain[r]) << "rank " << r;
 }
 
 }  // namespace

@@ -69,6 +69,12 @@ class DistributedDataParallel : public nn::Module {
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
 
+  // What forward() does before it runs the module: in training mode, with
+  // broadcast_buffers on and several ranks, rank 0's buffers are broadcast.
+  // For a caller that runs the module's layers one by one instead of
+  // through forward() (fit's layer profiler), so the step stays the same.
+  void prepare_forward();
+
   const std::shared_ptr<nn::Module>& module() const { return module_; }
   const std::shared_ptr<ProcessGroup>& process_group() const { return group_; }
   const DistributedDataParallelOptions& options() const { return options_; }

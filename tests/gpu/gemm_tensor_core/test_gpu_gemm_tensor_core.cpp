@@ -12,6 +12,7 @@
 #include "convkit/sim/check.h"
 #include "convkit/sim/profile.h"
 #include "gpu/gpu_testing.h"
+#include "gpu/tensor_core_tolerance.h"
 #include "kernels/gemm_tensor_core.cuh"
 
 namespace convkit {
@@ -23,7 +24,9 @@ using kernels::TensorCorePrecision;
 using testing::kernel_options;
 
 // Unit roundoff of the operands, and what one operand rounds to.
-double unit(TensorCorePrecision p) { return p == TensorCorePrecision::tf32 ? 0x1p-11 : 0x1p-8; }
+double unit(TensorCorePrecision p) {
+  return p == TensorCorePrecision::tf32 ? testing::kTf32Unit : testing::kBf16Unit;
+}
 
 struct Case {
   TensorCorePrecision precision = TensorCorePrecision::tf32;
@@ -84,9 +87,9 @@ Result run(const Case& c, int version, std::uint64_t seed = 1) {
         const std::size_t i = static_cast<std::size_t>(bb * sc + m * ldc + n);
         const double old = C[i];
         r.want[i] = c.alpha * acc + c.beta * old;
-        // Operand rounding (2u + u^2 per product), fp32 accumulation over K
-        // steps, and the epilogue's few fp32 roundings.
-        r.bound[i] = std::fabs(c.alpha) * mag * (2 * u_op + u_op * u_op + (c.K + 2) * 0x1p-24) +
+        // Operand rounding and fp32 accumulation (tensor_core_tolerance.h),
+        // and the epilogue's few fp32 roundings of the beta term.
+        r.bound[i] = std::fabs(c.alpha) * testing::rounded_operand_bound(mag, c.K, u_op) +
                      std::fabs(c.beta * old) * 0x1p-22 + 1e-30;
       }
   return r;

@@ -1,0 +1,57 @@
+#pragma once
+// Launchers of the tensor-core implicit-GEMM convolution
+// (kernels/conv2d_implicit_gemm_tensor_core.cu): the three passes of the
+// im2col_gemm algorithm as the implicit GEMMs of conv2d_implicit_gemm.cuh,
+// float32 in and out, with the operands rounded to tf32 (cvt.rna, 10 mantissa
+// bits) and multiplied by mma.sync m16n8k8, accumulating in float32.
+//
+// A separate family from "conv2d_implicit_gemm" for the reason
+// gemm_tensor_core is separate from gemm: its contract is reduced precision,
+// chosen only when the user allows it (allow_tf32, convkit/backend/precision.h),
+// and float32 only. CONVKIT_KERNEL_CONV2D_IMPLICIT_GEMM=<v> keeps meaning "this
+// strict-precision kernel".
+//
+// The family "conv2d_implicit_gemm_tensor_core" has two versions:
+//   1 warp per tile: one warp per 16x8 tile of the product, each lane gathering
+//     its fragments from x, w or dy and rounding them; the twin, no workspace
+//   2 tiled (the default): 64x64x32 block tiles gathered into shared memory by
+//     version 3's loaders, rounded once as they are staged, 8 warps of 32x16,
+//     backward-data's transposed filter and backward-weights' split-K as in
+//     version 3 (so the same workspace)
+#include <cstddef>
+#include <string>
+
+#include "convkit/backend/conv_desc.h"
+#include "convkit/core/dtype.h"
+#include "convkit/sim/cuda_compat.h"
+
+namespace convkit::CK_GPU_NS {
+
+inline constexpr int kImplicitGemmTcWarpVersion = 1;
+inline constexpr int kImplicitGemmTcTiledVersion = 2;
+
+// Registers the "conv2d_implicit_gemm_tensor_core" family (idempotent).
+void register_conv2d_implicit_gemm_tensor_core_family();
+
+// Empty when `version` can run `d` in `dtype`, else why not (a version other
+// than 1 or 2, a dtype other than float32, an index past 32 bits, a grid too big).
+std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const Conv2dDesc& d, int version);
+
+// Bytes of workspace `pass` needs under `version` (0 when none). Version 2's
+// equal conv2d_implicit_gemm version 3's for every descriptor. A pure
+// function of the descriptor, dtype and version; never above d.workspace_limit.
+std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const Conv2dDesc& d, ConvPass pass,
+                                                             int version);
+
+// The split-K slices of backward-weights (1: none), fixed by the descriptor.
+int conv2d_implicit_gemm_tensor_core_weight_slices(DType dtype, const Conv2dDesc& d, int version);
+
+// The passes, as in conv2d_implicit_gemm.cuh; each overwrites its output.
+void launch_conv2d_implicit_gemm_tensor_core_forward(DType dtype, const Conv2dDesc& d, const void* x, const void* w,
+                                                     const void* b, void* y, int version);
+void launch_conv2d_implicit_gemm_tensor_core_backward_data(DType dtype, const Conv2dDesc& d, const void* dy,
+                                                           const void* w, void* dx, void* workspace, int version);
+void launch_conv2d_implicit_gemm_tensor_core_backward_weights(DType dtype, const Conv2dDesc& d, const void* x,
+                                                              const void* dy, void* dw, void* workspace, int version);
+
+}  // namespace convkit::CK_GPU_NS

@@ -1,0 +1,415 @@
+// The tensor-core implicit-GEMM convolution
+// (kernels/conv2d_implicit_gemm_tensor_core.cu) as the GPU im2col_gemm
+// algorithm runs it under allow_tf32, on sim (and cuda, in the nvcc build):
+// both versions, every pass, on tests/cpu/conv's descriptors (odd sizes,
+// batch 1, stride, padding, dilation, groups, 1x1) plus tile-straddling and
+// split-K cases and two real layers; against the float64 reference within
+// the tf32 bound, version 2 against its twin, bit for bit across runs; the
+// setting off leaves every pass strict to the bit, float64 always strict,
+// CONVKIT_ALLOW_TF32 honoured; a conv net trains with it on.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "convkit/backend/precision.h"
+#include "convkit/sim/check.h"
+#include "convkit/sim/profile.h"
+#include "convkit/sim/schedule.h"
+#include "gpu/gpu_conv_testing.h"
+#include "gpu/tensor_core_tolerance.h"
+#include "kernels/conv2d_implicit_gemm.cuh"
+#include "kernels/conv2d_implicit_gemm_tensor_core.cuh"
+#include "support/support.h"
+
+namespace convkit::gpu_testing {
+namespace {
+
+using cpu::testing::ConvCase;
+
+constexpr const char* kFamily = "conv2d_implicit_gemm_tensor_core";
+constexpr int kWarp = kernels::kImplicitGemmTcWarpVersion;
+constexpr int kTiled = kernels::kImplicitGemmTcTiledVersion;
+
+class RegisterFamilies : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    kernels::register_conv2d_implicit_gemm_family();
+    kernels::register_conv2d_implicit_gemm_tensor_core_family();
+  }
+};
+[[maybe_unused]] const ::testing::Environment* const kRegistered =
+    ::testing::AddGlobalTestEnvironment(new RegisterFamilies);
+
+Conv2dDesc make(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, std::int64_t K, std::int64_t R,
+                std::int64_t S, std::int64_t pad, std::int64_t stride = 1, std::int64_t groups = 1,
+                std::int64_t dilation = 1) {
+  Conv2dDesc d;
+  d.N = N, d.C = C, d.H = H, d.W = W, d.K = K, d.R = R, d.S = S;
+  d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = pad;
+  d.stride_h = d.stride_w = stride;
+  d.groups = groups;
+  d.dilation_h = d.dilation_w = dilation;
+  return d;
+}
+
+// tests/cpu/conv's small descriptors and these: products past one 64x64
+// tile with depths no multiple of the 32-deep K-step or of the mma's 8,
+// channel counts no multiple of 8 or 16, a 1x1 at stride 2 with padding,
+// and two- and four-slice split-K.
+const std::vector<ConvCase>& cases() {
+  static const std::vector<ConvCase> all = [] {
+    std::vector<ConvCase> c;
+    for (const ConvCase& k : cpu::testing::conv_cases())
+      if (k.name.rfind("parallel_", 0) != 0 && k.name.rfind("one_image_parallel", 0) != 0 && k.name != "kernel11x11")
+        c.push_back(k);
+    c.push_back({"tiles_70x19_odd", make(2, 19, 11, 13, 70, 3, 3, 1)});
+    c.push_back({"groups2_stride2_dilation2", make(3, 6, 13, 11, 4, 3, 3, 2, 2, 2, 2)});
+    c.push_back({"c13_k21_1x1_stride2_pad1", make(2, 13, 9, 10, 21, 1, 1, 1, 2)});
+    c.push_back({"split_k_2", make(4, 3, 17, 17, 5, 3, 3, 1)});
+    c.push_back({"split_k_4_groups", make(2, 4, 32, 32, 6, 3, 3, 1, 1, 2)});
+    return c;
+  }();
+  return all;
+}
+
+const ConvCase& named(const std::string& name) {
+  for (const ConvCase& c : cases())
+    if (c.name == name) return c;
+  throw std::runtime_error("no case " + name);
+}
+
+const conv::ConvAlgorithm& algo() { return kernels::im2col_gemm_gpu_conv_algorithm(); }
+
+std::vector<double> tf32_tolerances(const cpu::testing::Reference& ref) {
+  std::vector<double> tol(ref.value.size());
+  for (std::size_t i = 0; i < tol.size(); ++i)
+    tol[i] = convkit::testing::rounded_operand_bound(ref.magnitude[i], ref.max_terms, convkit::testing::kTf32Unit);
+  return tol;
+}
+
+// The passes of the algorithm with allow_tf32 on, in `version`.
+Outputs<float> run_tf32(const Conv2dDesc& d, int version) {
+  const ScopedAllowTf32 on(true);
+  ScopedKernelVersion select(kFamily, version);
+  return run_passes<float>(algo(), d, case_data(d).in);
+}
+
+void expect_within_tf32_bound(const ConvCase& c, const Outputs<float>& out, const std::string& where) {
+  using cpu::testing::all_within;
+  const CaseData& data = case_data(c.desc);
+  EXPECT_TRUE(all_within(out.y, data.y.value, tf32_tolerances(data.y))) << "forward " << where;
+  EXPECT_TRUE(all_within(out.dx, data.dx.value, tf32_tolerances(data.dx))) << "backward_data " << where;
+  EXPECT_TRUE(all_within(out.dw, data.dw.value, tf32_tolerances(data.dw))) << "backward_weights " << where;
+  EXPECT_TRUE(all_within(out.db, data.db.value, cpu::testing::tolerances<float>(ConvAlgo::direct, data.db)))
+      << "bias " << where;
+}
+
+using Param = std::tuple<std::size_t, int>;
+std::string case_name(const ::testing::TestParamInfo<Param>& info) {
+  return cases()[std::get<0>(info.param)].name + "_v" + std::to_string(std::get<1>(info.param));
+}
+
+class TensorCoreCase : public ::testing::TestWithParam<Param> {};
+
+TEST_P(TensorCoreCase, EveryPassIsWithinTheTf32BoundOfTheFloat64Reference) {
+  const auto [index, version] = GetParam();
+  const ConvCase& c = cases()[index];
+  ASSERT_EQ(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, c.desc, version), "");
+  expect_within_tf32_bound(c, run_tf32(c.desc, version), c.name + " v" + std::to_string(version));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, TensorCoreCase,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()),
+                                            ::testing::Values(kWarp, kTiled)),
+                         case_name);
+
+// Same rounding, the same mma per k-step of 8 in the same order: under sim
+// the tiled version and its twin agree bit for bit, except where the tiled
+// one splits backward-weights' K (its partials are summed in another order).
+TEST(ConvTensorCore, TiledAgreesWithItsTwin) {
+  for (const ConvCase& c : cases()) {
+    const Outputs<float> twin = run_tf32(c.desc, kWarp), tiled = run_tf32(c.desc, kTiled);
+#if !defined(__CUDACC__)
+    EXPECT_EQ(tiled.y, twin.y) << c.name;
+    EXPECT_EQ(tiled.dx, twin.dx) << c.name;
+    if (kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, c.desc, kTiled) == 1) {
+      EXPECT_EQ(tiled.dw, twin.dw) << c.name;
+    }
+#endif
+    const CaseData& data = case_data(c.desc);
+    EXPECT_TRUE(agree(tiled.y, twin.y, tf32_tolerances(data.y))) << "forward " << c.name;
+    EXPECT_TRUE(agree(tiled.dx, twin.dx, tf32_tolerances(data.dx))) << "bwd-data " << c.name;
+    EXPECT_TRUE(agree(tiled.dw, twin.dw, tf32_tolerances(data.dw))) << "bwd-weights " << c.name;
+  }
+}
+
+// cifar10-cnn conv4 and resnet18-cifar layer2 (128 -> 128, 3x3 on 16x16),
+// at batch 1 (the float64 reference is the slow part).
+TEST(ConvTensorCoreLayer, RealLayersAreWithinTheTf32Bound) {
+  const std::vector<ConvCase> layers = {{"cifar10_cnn_conv4", make(1, 64, 15, 15, 64, 3, 3, 0)},
+                                        {"resnet18_layer2", make(1, 128, 16, 16, 128, 3, 3, 1)}};
+  for (const ConvCase& c : layers) {
+    expect_within_tf32_bound(c, run_tf32(c.desc, kTiled), c.name);
+    // Far inside the worst case: the errors of a real layer are random-signed.
+    const CaseData& data = case_data(c.desc);
+    const Outputs<float> out = run_tf32(c.desc, kTiled);
+    double worst = 0;
+    for (std::size_t i = 0; i < out.y.size(); ++i)
+      worst = std::max(worst, std::abs(out.y[i] - data.y.value[i]) / data.y.magnitude[i]);
+    EXPECT_LT(worst, 2 * convkit::testing::kTf32Unit) << c.name;
+  }
+}
+
+// The split of backward-weights is version 3's, fixed by the descriptor: two
+// runs (and one under another thread order) give the same bits.
+TEST(ConvTensorCore, SplitKBackwardWeightsIsDeterministic) {
+  const ConvCase& split = named("split_k_4_groups");
+  ASSERT_EQ(kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, split.desc, kTiled), 4);
+  ASSERT_EQ(kernels::conv2d_implicit_gemm_weight_slices(DType::float32, split.desc, kernels::kImplicitGemmTiledVersion),
+            4);
+  const Outputs<float> first = run_tf32(split.desc, kTiled);
+  EXPECT_EQ(run_tf32(split.desc, kTiled).dw, first.dw);
+#if !defined(__CUDACC__)
+  sim::ScopedSchedule schedule(sim::Schedule::parse("random:5"));
+  EXPECT_EQ(run_tf32(split.desc, kTiled).dw, first.dw);
+#endif
+}
+
+#if !defined(__CUDACC__)  // thread orders are sim's to choose
+TEST(ConvTensorCore, TiledVersionIsRightUnderOtherThreadOrders) {
+  for (const char* order : {"reverse", "random:11"}) {
+    sim::ScopedSchedule schedule(sim::Schedule::parse(order));
+    for (const char* name : {"tiles_70x19_odd", "groups2_stride2_dilation2", "split_k_2", "stride_dilation_groups"})
+      expect_within_tf32_bound(named(name), run_tf32(named(name).desc, kTiled), std::string(name) + " " + order);
+  }
+}
+#endif
+
+// Off (the default) is strict float32: every pass gives the bits of the
+// strict kernels launched directly; and float64 is strict whatever the setting.
+TEST(ConvTensorCore, OffIsBitForBitTheStrictKernelsAndFloat64IsAlwaysStrict) {
+  if (std::getenv("CONVKIT_ALLOW_TF32") == nullptr) {
+    EXPECT_FALSE(allow_tf32());
+  }
+  for (const char* name : {"tiles_70x19_odd", "groups2_stride2_dilation2", "split_k_4_groups"}) {
+    const ConvCase& c = named(name);
+    const CaseData& data = case_data(c.desc);
+    Outputs<float> off;
+    {
+      const ScopedAllowTf32 strict(false);
+      off = run_passes<float>(algo(), c.desc, data.in);
+    }
+    const int v = kernels::kImplicitGemmTiledVersion;
+    const Conv2dDesc& d = c.desc;
+    std::size_t bytes = 0;
+    for (ConvPass pass : {ConvPass::backward_data, ConvPass::backward_weights})
+      bytes = std::max(bytes, kernels::conv2d_implicit_gemm_workspace_bytes(DType::float32, d, pass, v));
+    const Tensor ws = empty({static_cast<std::int64_t>(bytes / 4 + 1)}, TensorOptions().device(kernel_device()));
+    const Tensor x = device_tensor<float>(data.in.x), w = device_tensor<float>(data.in.w);
+    const Tensor b = device_tensor<float>(data.in.b), dy = device_tensor<float>(data.in.dy);
+    const Tensor y = garbage<float>(y_size(d)), dx = garbage<float>(x_size(d)), dw = garbage<float>(w_size(d));
+    kernels::launch_conv2d_implicit_gemm_forward(DType::float32, d, x.raw_data(), w.raw_data(), b.raw_data(),
+                                                 y.raw_data(), v);
+    kernels::launch_conv2d_implicit_gemm_backward_data(DType::float32, d, dy.raw_data(), w.raw_data(), dx.raw_data(),
+                                                       ws.raw_data(), v);
+    kernels::launch_conv2d_implicit_gemm_backward_weights(DType::float32, d, x.raw_data(), dy.raw_data(),
+                                                          dw.raw_data(), ws.raw_data(), v);
+    EXPECT_EQ(off.y, y.to_vector<float>()) << name;
+    EXPECT_EQ(off.dx, dx.to_vector<float>()) << name;
+    EXPECT_EQ(off.dw, dw.to_vector<float>()) << name;
+    // The tensor-core path rounds: on differs from off somewhere.
+    const Outputs<float> on = run_tf32(d, kTiled);
+    EXPECT_NE(on.y, off.y) << name;
+    EXPECT_NE(on.dw, off.dw) << name;
+    Outputs<double> strict64, on64;
+    {
+      const ScopedAllowTf32 strict(false);
+      strict64 = run_passes<double>(algo(), d, data.in);
+    }
+    {
+      const ScopedAllowTf32 allowed(true);
+      on64 = run_passes<double>(algo(), d, data.in);
+    }
+    EXPECT_EQ(on64.y, strict64.y) << name;
+    EXPECT_EQ(on64.dx, strict64.dx) << name;
+    EXPECT_EQ(on64.dw, strict64.dw) << name;
+  }
+}
+
+// x = 1 + 2^-20 has no tf32 form; times w = 3 the result shows which path ran.
+float rounding_probe() {
+  const Conv2dDesc d = make(1, 1, 1, 1, 1, 1, 1, 0);
+  const Tensor x = device_tensor<float>({1.0 + 0x1p-20}), w = device_tensor<float>({3.0});
+  const Tensor y = garbage<float>(1);
+  algo().forward(d, DType::float32, x.raw_data(), w.raw_data(), nullptr, y.raw_data(), nullptr);
+  return y.to_vector<float>()[0];
+}
+
+TEST(ConvTensorCore, OperandsAreRoundedOnlyWhenAllowed) {
+  {
+    const ScopedAllowTf32 strict(false);
+    EXPECT_EQ(rounding_probe(), 3.0f * (1.0f + 0x1p-20f));
+  }
+  const ScopedAllowTf32 on(true);
+  EXPECT_EQ(rounding_probe(), 3.0f);
+}
+
+// Run by the ctest entry <suite>.env with CONVKIT_ALLOW_TF32=1 (and skipped
+// in the ordinary run, where the variable is unset).
+TEST(ConvTensorCoreEnvironment, TheVariableTurnsTheTensorCoresOn) {
+  const char* v = std::getenv("CONVKIT_ALLOW_TF32");
+  if (v == nullptr || std::string(v) != "1") GTEST_SKIP() << "CONVKIT_ALLOW_TF32 is not 1";
+  EXPECT_TRUE(allow_tf32());
+  EXPECT_EQ(rounding_probe(), 3.0f);
+}
+
+// The workspace is a function of the descriptor alone: the same whatever
+// allow_tf32 says, enough for either path, and (default versions) exactly
+// version 3's, since the tensor-core kernel cuts the same split-K.
+TEST(ConvTensorCore, WorkspaceDoesNotDependOnTheSetting) {
+  for (const ConvCase& c : cases())
+    for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
+      std::size_t off = 0, on = 0;
+      {
+        const ScopedAllowTf32 strict(false);
+        off = algo().workspace_bytes(c.desc, DType::float32, pass);
+      }
+      {
+        const ScopedAllowTf32 allowed(true);
+        on = algo().workspace_bytes(c.desc, DType::float32, pass);
+      }
+      EXPECT_EQ(on, off) << c.name << " " << conv_pass_name(pass);
+      EXPECT_EQ(off, kernels::conv2d_implicit_gemm_workspace_bytes(DType::float32, c.desc, pass,
+                                                                   kernels::kImplicitGemmTiledVersion))
+          << c.name << " " << conv_pass_name(pass);
+      EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_workspace_bytes(DType::float32, c.desc, pass, kTiled), off)
+          << c.name << " " << conv_pass_name(pass);
+      EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_workspace_bytes(DType::float32, c.desc, pass, kWarp), 0u);
+    }
+  // The strict simple version needs none; the tensor-core one's partials
+  // still fit, so the algorithm asks for them under every setting.
+  ScopedKernelVersion simple("conv2d_implicit_gemm", kernels::kImplicitGemmSimpleVersion);
+  const ConvCase& split = named("split_k_4_groups");
+  const std::size_t partials = kernels::conv2d_implicit_gemm_tensor_core_workspace_bytes(
+      DType::float32, split.desc, ConvPass::backward_weights, kTiled);
+  EXPECT_GT(partials, 0u);
+  EXPECT_EQ(algo().workspace_bytes(split.desc, DType::float32, ConvPass::backward_weights), partials);
+  EXPECT_EQ(algo().workspace_bytes(split.desc, DType::float64, ConvPass::backward_weights), 0u);
+  expect_within_tf32_bound(split, run_tf32(split.desc, kTiled), "strict v2 selected");
+}
+
+TEST(ConvTensorCore, BadArgumentsNameTheProblem) {
+  const Conv2dDesc d = make(1, 2, 5, 5, 2, 3, 3, 0);
+  EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float64, d, kTiled).find("float32"),
+            std::string::npos);
+  EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, d, 3).find("versions 1..2"),
+            std::string::npos);
+  const Conv2dDesc huge = make(1 << 16, 64, 32, 32, 64, 3, 3, 1);
+  EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, huge, kTiled).find("32 bits"),
+            std::string::npos);
+  try {
+    kernels::launch_conv2d_implicit_gemm_tensor_core_forward(DType::float32, d, nullptr, nullptr, nullptr, nullptr,
+                                                             kTiled);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("null"), std::string::npos) << e.what();
+  }
+}
+
+// A conv net (two convolutions, nothing else with a product) trains on the
+// kernel device with allow_tf32 on: it learns, stays near the strict run, and
+// is not it (the tensor cores ran).
+std::vector<double> train(bool tf32) {
+  const ScopedAllowTf32 setting(tf32);
+  manual_seed(321);
+  auto net = std::make_shared<nn::Sequential>();
+  net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(3, 24, 3).padding(1)));
+  net->push_back(std::make_shared<nn::ReLU>());
+  net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(24, 4, 8)));
+  net->push_back(std::make_shared<nn::Flatten>());
+  nn::set_conv_algo(*net, ConvAlgo::im2col_gemm);
+  net->to(kernel_device());
+  manual_seed(8);
+  const Tensor x = randn({8, 3, 8, 8}).to(kernel_device());
+  const Tensor y = from_vector(std::vector<std::int64_t>{0, 1, 2, 3, 0, 1, 2, 3}, {8},
+                               TensorOptions().dtype(DType::int64).device(kernel_device()));
+  optim::SGD opt(net->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  std::vector<double> losses;
+  for (int step = 0; step < 8; ++step) {
+    opt.zero_grad();
+    Tensor loss = cross_entropy(net->forward(x), y);
+    loss.backward();
+    opt.step();
+    losses.push_back(loss.item());
+  }
+  return losses;
+}
+
+TEST(ConvTensorCoreTraining, AConvNetTrainsWithTf32) {
+  const std::vector<double> strict = train(false), tf32 = train(true);
+  EXPECT_LT(tf32.back(), 0.5 * tf32.front()) << "the network should learn the batch";
+  bool differs = false;
+  for (std::size_t i = 0; i < strict.size(); ++i) {
+    EXPECT_NEAR(tf32[i], strict[i], 1e-2 * std::abs(strict[i]) + 1e-4) << "step " << i;
+    differs = differs || tf32[i] != strict[i];
+  }
+  EXPECT_TRUE(differs) << "allow_tf32 changed nothing: the tensor-core path did not run";
+}
+
+#if !defined(__CUDACC__)  // the performance model is sim's
+sim::KernelProfile profiled(const Conv2dDesc& d, ConvPass pass, int version) {
+  const CaseData& data = case_data(d);
+  const ScopedAllowTf32 on(true);
+  ScopedKernelVersion select(kFamily, version);
+  const Tensor x = device_tensor<float>(data.in.x), w = device_tensor<float>(data.in.w);
+  const Tensor dy = device_tensor<float>(data.in.dy);
+  const Tensor out = garbage<float>(pass == ConvPass::forward ? y_size(d) : pass == ConvPass::backward_data ? x_size(d)
+                                                                                                            : w_size(d));
+  const std::size_t bytes = algo().workspace_bytes(d, DType::float32, pass);
+  const Tensor ws = empty({static_cast<std::int64_t>(bytes / 4 + 1)}, TensorOptions().device(kernel_device()));
+  const sim::ScopedProfile profile;
+  switch (pass) {
+    case ConvPass::forward:
+      algo().forward(d, DType::float32, x.raw_data(), w.raw_data(), nullptr, out.raw_data(), ws.raw_data());
+      break;
+    case ConvPass::backward_data:
+      algo().backward_data(d, DType::float32, dy.raw_data(), w.raw_data(), out.raw_data(), ws.raw_data());
+      break;
+    case ConvPass::backward_weights:
+      algo().backward_weights(d, DType::float32, x.raw_data(), dy.raw_data(), out.raw_data(), nullptr, ws.raw_data());
+      break;
+  }
+  sim::KernelProfile tiled;
+  for (const sim::KernelProfile& k : sim::take_profile())
+    if (k.kernel.find("implicit_gemm_tc_") != std::string::npos) tiled += k;
+  return tiled;
+}
+
+// Every mma is counted as tf32 tensor-core work and none as FP32; version
+// 2's shared stores (the loaders) and fragment loads are free of bank
+// conflicts in every pass, both B layouts included (the head of the .cu
+// gives the bank arithmetic).
+TEST(ConvTensorCore, TheSimProfileCountsMmaAndTiledSharedAccessIsConflictFree) {
+  if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  const Conv2dDesc d = make(2, 16, 12, 12, 24, 3, 3, 1);
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
+    const sim::KernelProfile t = profiled(d, pass, kTiled);
+    EXPECT_GT(t.tf32_fmas, 0u) << conv_pass_name(pass);
+    EXPECT_EQ(t.fmas, 0u) << conv_pass_name(pass);
+    EXPECT_GT(t.shared_load.requests, 0u) << conv_pass_name(pass);
+    EXPECT_EQ(t.shared_load.conflict_wavefronts, 0u) << conv_pass_name(pass);
+    EXPECT_EQ(t.shared_store.conflict_wavefronts, 0u) << conv_pass_name(pass);
+  }
+  // Forward is one product Kg x N*P*Q x Cg*R*S = 24 x 288 x 144: version 1
+  // runs 2 x 36 tiles of 16x8 over 18 k-steps of 8, version 2 one 64-row
+  // band by 5 column tiles over 5 K-steps of 32.
+  EXPECT_EQ(profiled(d, ConvPass::forward, kWarp).tf32_fmas, 2u * 36 * 16 * 8 * 8 * 18);
+  EXPECT_EQ(profiled(d, ConvPass::forward, kTiled).tf32_fmas, 1u * 5 * 64 * 64 * 32 * 5);
+}
+#endif
+
+}  // namespace
+}  // namespace convkit::gpu_testing
