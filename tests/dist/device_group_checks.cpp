@@ -6,6 +6,17 @@
 
 namespace convkit::testing {
 
+const char* sim_thread_ranks_unsupported() {
+#if defined(__SANITIZE_ADDRESS__)
+  return "sim thread-ranks under AddressSanitizer: see device_group_checks.h";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return "sim thread-ranks under AddressSanitizer: see device_group_checks.h";
+#endif
+#endif
+  return nullptr;
+}
+
 std::vector<Batch> batches_on(const std::vector<Batch>& batches, Device device) {
   std::vector<Batch> out;
   for (const Batch& b : batches) out.push_back({b.x.to(device), b.y.to(device)});

@@ -11,6 +11,19 @@
 
 namespace convkit::testing {
 
+// Why sim kernels cannot run on several thread-ranks of this build, or
+// nullptr. Under AddressSanitizer, kernels launched from several std::threads
+// in turn trip an ASan CHECK (asan_thread.cpp, "kCurrentStackFrameMagic") in
+// the sim's fiber entry, in a later launch, even from one thread: the sim's
+// fiber annotations are not yet right for that, and the tests that run sim
+// thread-ranks skip there (the release build runs them).
+const char* sim_thread_ranks_unsupported();
+#define CONVKIT_SKIP_SIM_THREAD_RANKS_IF_UNSUPPORTED()                          \
+  do {                                                                         \
+    if (const char* why_ = ::convkit::testing::sim_thread_ranks_unsupported()) \
+      GTEST_SKIP() << why_;                                                    \
+  } while (0)
+
 // The batches moved to `device`.
 std::vector<Batch> batches_on(const std::vector<Batch>& batches, Device device);
 

@@ -44,6 +44,7 @@ void wait_until_completed(DeviceCommunicator& comm, std::int64_t number) {
 std::vector<double> values_of(const Tensor& t) { return t.to(kCPU).to(DType::float64).to_vector<double>(); }
 
 TEST(SimCommunicator, SumsInRankOrderAndBroadcastsFromAnyRoot) {
+  CONVKIT_SKIP_SIM_THREAD_RANKS_IF_UNSUPPORTED();
   Backend& sim = backend_for(kSim);
   ASSERT_TRUE(sim.communicator_support().ok) << sim.communicator_support().detail;
   const CommunicatorId id = sim.make_communicator_id();
@@ -90,6 +91,7 @@ TEST(SimCommunicator, RefusesWrongTensorsWithoutTakingANumber) {
 }
 
 TEST(SimCommunicator, RanksThatDisagreeFailTheCollective) {
+  CONVKIT_SKIP_SIM_THREAD_RANKS_IF_UNSUPPORTED();
   Backend& sim = backend_for(kSim);
   const CommunicatorId id = sim.make_communicator_id();
   std::vector<std::string> errors(2);
@@ -150,6 +152,7 @@ TEST(DeviceGroup, OneRankOverTheSingleGroup) {
 }
 
 TEST(DeviceGroup, FourThreadRanksSumBroadcastAndMeetAtBarriers) {
+  CONVKIT_SKIP_SIM_THREAD_RANKS_IF_UNSUPPORTED();
   const int ranks = 4;
   ThreadGroups bootstrap(ranks);
   std::vector<std::vector<double>> got(ranks);
@@ -213,8 +216,14 @@ void expect_device_group_ranks_match_one_rank(int ranks) {
   }
 }
 
-TEST(DeviceGroup, DdpOnTwoThreadRanksMatchesOneRankWithTheWholeBatch) { expect_device_group_ranks_match_one_rank(2); }
-TEST(DeviceGroup, DdpOnFourThreadRanksMatchesOneRankWithTheWholeBatch) { expect_device_group_ranks_match_one_rank(4); }
+TEST(DeviceGroup, DdpOnTwoThreadRanksMatchesOneRankWithTheWholeBatch) {
+  CONVKIT_SKIP_SIM_THREAD_RANKS_IF_UNSUPPORTED();
+  expect_device_group_ranks_match_one_rank(2);
+}
+TEST(DeviceGroup, DdpOnFourThreadRanksMatchesOneRankWithTheWholeBatch) {
+  CONVKIT_SKIP_SIM_THREAD_RANKS_IF_UNSUPPORTED();
+  expect_device_group_ranks_match_one_rank(4);
+}
 
 // end_job's test seam: the line that would end the job, thrown instead.
 struct ThrowInsteadOfEndingTheJob {
@@ -224,6 +233,7 @@ struct ThrowInsteadOfEndingTheJob {
 };
 
 TEST(DeviceGroup, ARankThatNeverIssuesMakesTheOthersTimeOutNamingIt) {
+  CONVKIT_SKIP_SIM_THREAD_RANKS_IF_UNSUPPORTED();
   ThrowInsteadOfEndingTheJob seam;
   const int ranks = 3;
   ThreadGroups bootstrap(ranks);
@@ -254,6 +264,7 @@ TEST(DeviceGroup, ARankThatNeverIssuesMakesTheOthersTimeOutNamingIt) {
 }
 
 TEST(DeviceGroup, ACollectiveTheRanksDisagreeOnEndsTheJob) {
+  CONVKIT_SKIP_SIM_THREAD_RANKS_IF_UNSUPPORTED();
   ThrowInsteadOfEndingTheJob seam;
   ThreadGroups bootstrap(2);
   std::vector<std::string> errors(2);

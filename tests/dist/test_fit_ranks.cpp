@@ -21,6 +21,7 @@
 #include "convkit/ops/factory.h"
 #include "convkit/optim/sgd.h"
 #include "convkit/train/fit.h"
+#include "device_group_checks.h"
 #include "fake_groups.h"
 #include "train/rank_agreement.h"
 
@@ -154,6 +155,7 @@ TEST(FitOnRanks, TwoRanksTrainAndReportAsOneRankWithTwiceTheBatch) {
 // NCCL), while the step agreement and the metrics go over the thread group,
 // as `convkit train` splits them on cuda under mpirun.
 TEST(FitOnRanks, GradientsOverADeviceGroupTrainAsOneRank) {
+  CONVKIT_SKIP_SIM_THREAD_RANKS_IF_UNSUPPORTED();
   const auto data = dataset(false);
   const RankRun one = train_rank(nullptr, model(), data, 8, train::NonFinite::error, false, nullptr, kSim);
   const std::vector<std::shared_ptr<nn::Module>> nets{model(), model()};
