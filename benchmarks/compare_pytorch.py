@@ -118,7 +118,10 @@ def compare(args, name, batch, env):
     rounds = {"convkit": [], **{f"pytorch_{layout}": [] for layout in LAYOUTS}}
     torch_threads = set()
     for _ in range(args.rounds):
-        rounds["convkit"].append(run_json(convkit_cmd, env)["images_per_sec"])
+        line = run_json(convkit_cmd, env)
+        rounds["convkit"].append(line["images_per_sec"])
+        # The commit the binary was built from (the source tree's may differ).
+        args.binary_commits.add(line.get("commit", "unknown"))
         for layout in LAYOUTS:
             line = run_json(torch_cmd + ["--layout", layout], env)
             rounds[f"pytorch_{layout}"].append(line["images_per_sec"])
@@ -140,7 +143,8 @@ def markdown(result):
     h, t = result["host"], result["pytorch"]
     lines = [f"# convkit against PyTorch {t['version']} on the CPU", "",
              f"{h['cpu']['model']}, {result['threads']} threads, ISA flags {' '.join(h['cpu']['isa_flags'])}; "
-             f"convkit {h['build'].get('commit', '?')[:10]}, {h['build'].get('compiler', '?')}, "
+             f"convkit {h['build'].get('binary_commit', h['build'].get('commit', '?'))[:12]}, "
+             f"{h['build'].get('compiler', '?')}, "
              f"cpu kernels built with `{h['build'].get('cpu_kernel_flags', '?')}`; PyTorch {t['version']} "
              f"(MKL {t['mkl']}, oneDNN {t['onednn']}, {t['cpu_capability']}).", "",
              f"Images/s, median of {result['rounds']} alternating rounds of {result['steps']} steps after "
@@ -196,6 +200,7 @@ def main():
 
     # One thread count for both: convkit's OpenMP reads OMP_NUM_THREADS, PyTorch gets --threads too.
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    args.binary_commits = set()
     host = {"cpu": cpu_record(), "build": build_record(args.convkit), "load_average_start": os.getloadavg(),
             "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     result = {"threads": args.threads, "rounds": args.rounds, "steps": args.steps, "warmup": args.warmup,
@@ -216,6 +221,7 @@ def main():
         print(f"{name:16} {batch:5} {m['convkit']:9.0f} {m['pytorch_nchw']:9.0f} "
               f"{m['pytorch_channels_last']:9.0f} {r['ratio']:6.2f}x", flush=True)
         result["complete"] = len(result["results"]) == len(pending)
+        host["build"]["binary_commit"] = ",".join(sorted(args.binary_commits))
         host["load_average_end"] = os.getloadavg()
         host["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         write(args.out, result)
