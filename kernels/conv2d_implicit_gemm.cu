@@ -410,16 +410,7 @@ int conv2d_implicit_gemm_weight_slices(DType dtype, const Conv2dDesc& d, int ver
 std::size_t conv2d_implicit_gemm_workspace_bytes(DType dtype, const Conv2dDesc& d, ConvPass pass, int version) {
   check_version(version);
   if (version == kImplicitGemmSimpleVersion) return 0;
-  const std::size_t filter = static_cast<std::size_t>(d.K * d.C_per_group() * d.R * d.S) * dtype_size(dtype);
-  switch (pass) {
-    case ConvPass::forward: return 0;
-    case ConvPass::backward_data: return transposes_filter(dtype, d) ? filter : 0;
-    case ConvPass::backward_weights: {
-      const Split s = weight_split(dtype, d, version);
-      return s.slices > 1 ? static_cast<std::size_t>(s.slices) * filter : 0;
-    }
-  }
-  return 0;
+  return tiled_workspace_bytes(dtype, d, pass, weight_split(dtype, d, version));
 }
 
 void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const void* x, const void* w,

@@ -222,4 +222,16 @@ inline bool transposes_filter(DType dtype, const Conv2dDesc& d) {
   return static_cast<std::size_t>(d.K * d.C_per_group() * d.R * d.S) * dtype_size(dtype) <= d.workspace_limit;
 }
 
+// The workspace of a tiled pass: backward-data's transposed filter (when it
+// fits), backward-weights' split-K partials (`split`'s slices of the filter).
+inline std::size_t tiled_workspace_bytes(DType dtype, const Conv2dDesc& d, ConvPass pass, const Split& split) {
+  const std::size_t filter = static_cast<std::size_t>(d.K * d.C_per_group() * d.R * d.S) * dtype_size(dtype);
+  switch (pass) {
+    case ConvPass::forward: return 0;
+    case ConvPass::backward_data: return transposes_filter(dtype, d) ? filter : 0;
+    case ConvPass::backward_weights: return split.slices > 1 ? static_cast<std::size_t>(split.slices) * filter : 0;
+  }
+  return 0;
+}
+
 }  // namespace convkit::CK_GPU_NS::implicit_gemm

@@ -324,16 +324,7 @@ std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const 
   CK_CHECK(version >= 1 && version <= kVersions, "conv2d_implicit_gemm_tensor_core has versions 1..", kVersions,
            ", not ", version);
   if (version == kImplicitGemmTcWarpVersion) return 0;
-  const std::size_t filter = static_cast<std::size_t>(d.K * d.C_per_group() * d.R * d.S) * dtype_size(dtype);
-  switch (pass) {
-    case ConvPass::forward: return 0;
-    case ConvPass::backward_data: return transposes_filter(dtype, d) ? filter : 0;
-    case ConvPass::backward_weights: {
-      const Split s = split_of(dtype, d, version);
-      return s.slices > 1 ? static_cast<std::size_t>(s.slices) * filter : 0;
-    }
-  }
-  return 0;
+  return tiled_workspace_bytes(dtype, d, pass, split_of(dtype, d, version));
 }
 
 void launch_conv2d_implicit_gemm_tensor_core_forward(DType dtype, const Conv2dDesc& d, const void* x, const void* w,

@@ -15,23 +15,13 @@
 #include "dist/collective_check.h"
 #include "dist/end_job.h"
 #include "dist/failure_report.h"
+#include "dist/poll_back_off.h"
 #include "dist/timeout_setting.h"
 
 namespace convkit::dist {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Between two completed() polls: spin first (a small collective completes
-// in microseconds), then sleep ever longer up to a bound.
-void back_off(int polls) {
-  if (polls < 64) return;
-  if (polls < 1024) {
-    std::this_thread::yield();
-    return;
-  }
-  std::this_thread::sleep_for(std::chrono::microseconds(polls < 4096 ? 20 : 200));
-}
 
 class DeviceGroup final : public ProcessGroup, public std::enable_shared_from_this<DeviceGroup> {
  public:
@@ -69,7 +59,7 @@ class DeviceGroup final : public ProcessGroup, public std::enable_shared_from_th
       // flight is the one that stalled (its deadline passed first).
       if (Clock::now() >= deadline) stalled(in_flight_.front());
       lock.unlock();
-      back_off(polls);
+      poll_back_off(polls);
       lock.lock();
     }
   }

@@ -18,6 +18,7 @@
 #include "convkit/core/error.h"
 #include "dist/collective_check.h"
 #include "dist/failure_report.h"
+#include "dist/poll_back_off.h"
 #include "dist/mpi/progress_exchange.h"
 #include "dist/work.h"
 
@@ -49,19 +50,6 @@ std::string describe(const Collective& c) {
   if (c.kind == Kind::broadcast) out += detail::concat(" from rank ", c.root);
   if (c.kind != Kind::barrier) out += " (" + describe_tensor(c.work->tensor()) + ")";
   return out;
-}
-
-// Between two MPI_Test calls: spin first (a collective between two ranks of
-// one machine completes in microseconds), then sleep ever longer up to a
-// bound. Each MPI_Test also advances the operation (OpenMPI's nonblocking
-// collectives progress only inside MPI calls), so the bound stays small.
-void back_off(int polls) {
-  if (polls < 64) return;
-  if (polls < 1024) {
-    std::this_thread::yield();
-    return;
-  }
-  std::this_thread::sleep_for(std::chrono::microseconds(polls < 4096 ? 20 : 200));
 }
 
 class Runtime {
@@ -230,7 +218,7 @@ class Runtime {
         progress_->poll();
         abort_job(timeout_report(what, progress_->peers()));
       }
-      back_off(polls);
+      poll_back_off(polls);
     }
   }
 
