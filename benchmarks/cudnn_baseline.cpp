@@ -1,5 +1,6 @@
 #include "cudnn_baseline.h"
 
+#include "convkit/backend/precision.h"
 #include "convkit/core/error.h"
 
 #ifdef CONVKIT_BENCH_CUDNN
@@ -92,7 +93,10 @@ CudnnConv::CudnnConv(const Conv2dDesc& d, ConvPass pass) : state_(std::make_uniq
                                         i(d.dilation_h), i(d.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "convolution");
   check(cudnnSetConvolutionGroupCount(s.conv, i(d.groups)), "groups");
-  check(cudnnSetConvolutionMathType(s.conv, CUDNN_FMA_MATH), "math type");
+  // Strict float32 unless allow_tf32 is on, as PyTorch's
+  // torch.backends.cudnn.allow_tf32 chooses: CUDNN_FMA_MATH forbids the
+  // tensor cores, CUDNN_DEFAULT_MATH lets cuDNN run float32 on them in tf32.
+  check(cudnnSetConvolutionMathType(s.conv, allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), "math type");
 
   constexpr int kMaxAlgos = 8;
   int returned = 0;
@@ -104,6 +108,7 @@ CudnnConv::CudnnConv(const Conv2dDesc& d, ConvPass pass) : state_(std::make_uniq
       const auto* best = fastest(perf, returned, d.workspace_limit);
       CK_CHECK(best, "cuDNN baseline: no forward algorithm runs within the workspace limit");
       s.fwd = best->algo;
+      check(cudnnSetConvolutionMathType(s.conv, best->mathType), "the chosen algorithm's math type");
       algo_name_ = fwd_name(best->algo);
       workspace_bytes_ = best->memory;
       break;
@@ -116,6 +121,7 @@ CudnnConv::CudnnConv(const Conv2dDesc& d, ConvPass pass) : state_(std::make_uniq
       const auto* best = fastest(perf, returned, d.workspace_limit);
       CK_CHECK(best, "cuDNN baseline: no backward-data algorithm runs within the workspace limit");
       s.bwd_data = best->algo;
+      check(cudnnSetConvolutionMathType(s.conv, best->mathType), "the chosen algorithm's math type");
       algo_name_ = bwd_data_name(best->algo);
       workspace_bytes_ = best->memory;
       break;
@@ -128,6 +134,7 @@ CudnnConv::CudnnConv(const Conv2dDesc& d, ConvPass pass) : state_(std::make_uniq
       const auto* best = fastest(perf, returned, d.workspace_limit);
       CK_CHECK(best, "cuDNN baseline: no backward-weights algorithm runs within the workspace limit");
       s.bwd_filter = best->algo;
+      check(cudnnSetConvolutionMathType(s.conv, best->mathType), "the chosen algorithm's math type");
       algo_name_ = bwd_filter_name(best->algo);
       workspace_bytes_ = best->memory;
       break;
