@@ -389,16 +389,7 @@ std::string conv2d_implicit_gemm_cannot_implement(DType dtype, const Conv2dDesc&
       version != kImplicitGemmStagedVersion)
     return detail::concat("version ", version, " is not an implicit kernel (2 simple, 3 tiled, 4 staged)");
   if (!is_floating(dtype)) return detail::concat("dtype ", dtype, " is not supported (float32 or float64)");
-  try {
-    d.validate("conv2d_implicit_gemm");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  const std::int64_t largest = std::max({d.N * d.C * d.H * d.W, d.N * d.K * d.P() * d.Q(),
-                                         d.K * d.C_per_group() * d.R * d.S, d.N * d.P() * d.Q()});
-  if (largest > kIndexLimit)
-    return detail::concat("a tensor of ", largest, " elements needs 64-bit indices (the kernels index with 32 bits)");
-  if (d.groups > kMaxGridY) return detail::concat(d.groups, " groups exceed the grid's y limit of ", kMaxGridY);
+  if (std::string why = index_limits_reason(d, "conv2d_implicit_gemm"); !why.empty()) return why;
   if (version == kImplicitGemmStagedVersion) return staged_cannot_implement(dtype, d);
   return {};
 }

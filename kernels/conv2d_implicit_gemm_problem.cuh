@@ -11,9 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "convkit/backend/conv_desc.h"
 #include "convkit/core/dtype.h"
+#include "convkit/core/error.h"
 #include "convkit/sim/cuda_compat.h"
 
 namespace convkit::CK_GPU_NS::implicit_gemm {
@@ -171,6 +173,23 @@ inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1
 
 inline constexpr std::int64_t kIndexLimit = std::numeric_limits<int>::max();
 inline constexpr std::int64_t kMaxGridY = 65535;
+
+// Empty when the tiled kernels of either family can index `d` (a valid
+// descriptor, every tensor and product column under 2^31 elements, the groups
+// within the grid's y limit), else why not; `op` names the family.
+inline std::string index_limits_reason(const Conv2dDesc& d, const char* op) {
+  try {
+    d.validate(op);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  const std::int64_t largest = std::max({d.N * d.C * d.H * d.W, d.N * d.K * d.P() * d.Q(),
+                                         d.K * d.C_per_group() * d.R * d.S, d.N * d.P() * d.Q(), d.N * d.H * d.W});
+  if (largest > kIndexLimit)
+    return detail::concat("a tensor of ", largest, " elements needs 64-bit indices (the kernels index with 32 bits)");
+  if (d.groups > kMaxGridY) return detail::concat(d.groups, " groups exceed the grid's y limit of ", kMaxGridY);
+  return {};
+}
 // Enough blocks for two per SM on a 132-SM GPU: backward-weights splits K
 // until its tiles times slices reach this, or its slices get shorter than
 // kMinSliceLen.

@@ -295,16 +295,7 @@ std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const
   if (dtype != DType::float32)
     return detail::concat("dtype ", dtype, " is not supported: the tensor-core convolution takes float32 (rounded "
                           "to tf32 inside)");
-  try {
-    d.validate("conv2d_implicit_gemm_tensor_core");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  const std::int64_t largest = std::max({d.N * d.C * d.H * d.W, d.N * d.K * d.P() * d.Q(),
-                                         d.K * d.C_per_group() * d.R * d.S, d.N * d.P() * d.Q(), d.N * d.H * d.W});
-  if (largest > kIndexLimit)
-    return detail::concat("a tensor of ", largest, " elements needs 64-bit indices (the kernels index with 32 bits)");
-  if (d.groups > kMaxGridY) return detail::concat(d.groups, " groups exceed the grid's y limit of ", kMaxGridY);
+  if (std::string why = index_limits_reason(d, "conv2d_implicit_gemm_tensor_core"); !why.empty()) return why;
   // The largest product: forward's Kg x N*P*Q, backward-data's Cg x N*H*W
   // (its stride phases together), backward-weights' Kg x Cg*R*S.
   const std::int64_t tiles = std::max({ceil_div(d.K_per_group(), tile_m(version)) * ceil_div(d.N * d.P() * d.Q(), tile_n(version)),
