@@ -30,6 +30,11 @@
 // performance model (convkit/sim/profile.h), for every version of the kernel
 // families its algorithm uses, and prints the exact counters with a roofline
 // estimate for that GPU; --families=a,b keeps only those families.
+// --kernel-versions=a,b (or all) times every version of those families
+// instead of only the defaults: one row per version, named
+//   conv/<set>/<layer>/<device>/<algo>@<family>.v<N>/<pass>
+// with counters kernel_version and default_version, each checked like any
+// other row (kernel_version_pin.h says how a version is pinned).
 #include <benchmark/benchmark.h>
 
 #include <convkit/convkit.h>
@@ -39,6 +44,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 
@@ -50,6 +56,7 @@
 #include "convkit/backend/kernel_versions.h"
 #include "convkit/backend/precision.h"
 #include "convkit/sim/profile.h"
+#include "kernel_version_pin.h"
 #include "layer_sets.h"
 
 using namespace convkit;
@@ -67,6 +74,8 @@ struct ConvCase {
   std::size_t rotate_bytes = 0;
   bool check = true;
   std::string baseline;  // "cudnn", "onednn" or "onednn-blocked": that library instead of `algo`
+  std::string family;    // with --kernel-versions: `algo` with this kernel family pinned at `version`
+  int version = 0;
 };
 
 const char* pass_short_name(ConvPass pass) {
@@ -266,6 +275,13 @@ void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, con
   state.counters["flop_per_byte"] = flops / static_cast<double>(floor_bytes);
   state.counters["heuristic"] = runner.heuristic ? 1 : 0;
   std::string label = runner.name + " " + geometry(c.desc, c.count) + " rotation=" + std::to_string(rotation);
+  if (!c.family.empty()) {
+    const int default_version = kernel_family_default(c.family);
+    state.counters["kernel_version"] = c.version;
+    state.counters["default_version"] = default_version;
+    label += " pinned=" + c.family + ".v" + std::to_string(c.version) +
+             " default=v" + std::to_string(default_version) + (allow_tf32() ? " tf32" : "");
+  }
   if (!runner.detail.empty()) label += " " + runner.detail;
   if (!timing_meaningful(c.device)) label += std::string(" | ") + kSimLabel;
   state.SetLabel(label);
@@ -294,6 +310,8 @@ void run_conv(benchmark::State& state, const ConvCase& c) {
                 baseline_runner(c, std::make_shared<const OnednnConv>(c.desc, c.pass, layout)));
       return;
     }
+    std::optional<KernelVersionPin> pin;
+    if (!c.family.empty()) pin.emplace(c.algo, c.family, c.version);
     const Support support = backend.conv2d_supports(c.algo, c.desc);
     if (!support) {
       state.SkipWithError(("unsupported: " + support.reason).c_str());
@@ -302,19 +320,6 @@ void run_conv(benchmark::State& state, const ConvCase& c) {
     time_pass(state, c, backend, our_algorithm(backend, c));
   } catch (const std::exception& e) {
     state.SkipWithError((std::string("error: ") + e.what()).c_str());
-  }
-}
-
-// The kernel families whose versions change how an algorithm runs on sim.
-std::vector<std::string> kernel_families_of(ConvAlgo algo) {
-  switch (algo) {
-    case ConvAlgo::direct: return {"conv2d_direct"};
-    // conv2d_implicit_gemm v1 is the explicit path, the one im2col and gemm's
-    // versions change; the tensor-core family runs under allow_tf32.
-    case ConvAlgo::im2col_gemm: return {"conv2d_implicit_gemm", "im2col", "gemm", "conv2d_implicit_gemm_tensor_core"};
-    case ConvAlgo::fft: return {"conv2d_fft"};
-    case ConvAlgo::winograd: return {"conv2d_winograd", "gemm"};
-    default: return {};
   }
 }
 
@@ -353,36 +358,27 @@ int print_sim_profiles(const std::vector<ConvCase>& cases, const std::string& gp
     }
     for (const std::string& family : kernel_families_of(c.algo)) {
       if (!families.empty() && std::find(families.begin(), families.end(), family) == families.end()) continue;
-      const auto versions_of = [&family] {
-        for (const KernelFamilyInfo& f : kernel_families())
-          if (f.family == family) return f.versions;
-        return 0;
-      };
-      // im2col's and gemm's kernels run only on im2col_gemm's explicit path
-      // (conv2d_implicit_gemm v1, a family that registers on the first pass).
-      const bool tensor_cores = family == "conv2d_implicit_gemm_tensor_core";
-      const bool explicit_path = c.algo == ConvAlgo::im2col_gemm && family != "conv2d_implicit_gemm" && !tensor_cores;
-      // The other families' runs are strict float32, whatever CONVKIT_ALLOW_TF32 says.
-      const ScopedAllowTf32 precision(tensor_cores);
-      if (explicit_path) set_kernel_version("conv2d_implicit_gemm", 1);
-      // A family registers when its launcher first runs.
-      if (versions_of() == 0) (void)profile_pass(c, backend);
-      const int versions = versions_of();
+      const int versions = kernel_family_versions(c.algo, family, c.device);
       for (int v = 1; v <= versions; ++v) {
-        if (explicit_path) set_kernel_version("conv2d_implicit_gemm", 1);
-        set_kernel_version(family, v);
+        const KernelVersionPin pin(c.algo, family, v);
         std::printf("== %s, %s v%d (%s)\n", name.c_str(), family.c_str(), v, geometry(c.desc, c.count).c_str());
         try {
           std::printf("%s\n", sim::format_profile(profile_pass(c, backend), gpu).c_str());
         } catch (const std::exception& e) {
           std::printf("not run: %s\n\n", e.what());
         }
-        set_kernel_version(family, 0);
-        if (explicit_path) set_kernel_version("conv2d_implicit_gemm", 0);
       }
     }
   }
   return 0;
+}
+
+void register_case(const std::string& name, const ConvCase& c) {
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& s) { run_conv(s, c); });
+  b->Unit(benchmark::kMillisecond);
+  if (uses_events(c.device)) b->UseManualTime();
+  else b->UseRealTime();
+  if (!timing_meaningful(c.device)) b->Iterations(1);
 }
 
 const std::map<std::string, std::string> kFlags = {
@@ -405,6 +401,11 @@ const std::map<std::string, std::string> kFlags = {
                     "GPU (H100, A100 or V100)"},
     {"families", "with --sim-profile, comma-separated kernel families to profile (default every family the "
                  "algorithm uses; e.g. conv2d_implicit_gemm_tensor_core)"},
+    {"kernel-versions", "comma-separated kernel families, or 'all': time every version of each such family an "
+                        "algorithm runs, one row each named <algo>@<family>.v<N> with counters kernel_version and "
+                        "default_version, instead of that algorithm's default row (the tensor-core family's rows "
+                        "run with allow_tf32 on, the others' strict; one-version families and the cpu keep the "
+                        "default row)"},
 };
 
 }  // namespace
@@ -459,6 +460,15 @@ int main(int argc, char** argv) {
     const double rotate_mib = flags.get_double("rotate-mib", 64);
     CK_CHECK(rotate_mib >= 0, "--rotate-mib must be >= 0, got ", rotate_mib);
     const bool check = flags.get("check", "true") != "false";
+    std::vector<std::string> version_families = flags.get_list("kernel-versions", {});
+    if (version_families == std::vector<std::string>{"all"}) version_families = all_conv_kernel_families();
+    const std::vector<std::string> known_families = all_conv_kernel_families();
+    for (const std::string& f : version_families)
+      if (std::find(known_families.begin(), known_families.end(), f) == known_families.end()) {
+        std::string names;
+        for (const std::string& k : known_families) names += (names.empty() ? "" : ", ") + k;
+        CK_FAIL("--kernel-versions: '", f, "' is not a convolution kernel family; they are ", names);
+      }
 
     add_machine_context();
     benchmark::AddCustomContext("layer_file", layer_file);
@@ -501,14 +511,26 @@ int main(int argc, char** argv) {
                 if (!baseline) profile_cases.push_back(c);
                 continue;
               }
-              const std::string name = "conv/" + set.name + "/" + entry.name + "/" + device.str() + "/" +
-                                       (baseline ? library : std::string(conv_algo_name(algo))) + "/" +
-                                       pass_short_name(pass);
-              auto* b = benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& s) { run_conv(s, c); });
-              b->Unit(benchmark::kMillisecond);
-              if (uses_events(device)) b->UseManualTime();
-              else b->UseRealTime();
-              if (!timing_meaningful(device)) b->Iterations(1);
+              const std::string prefix = "conv/" + set.name + "/" + entry.name + "/" + device.str() + "/" +
+                                         (baseline ? library : std::string(conv_algo_name(algo)));
+              // One row per version of each chosen family the algorithm runs,
+              // else its default row.
+              bool versioned = false;
+              for (const std::string& family : baseline ? std::vector<std::string>{} : kernel_families_of(algo)) {
+                if (std::find(version_families.begin(), version_families.end(), family) == version_families.end())
+                  continue;
+                const int versions = kernel_family_versions(algo, family, device);
+                if (versions < 2) continue;
+                versioned = true;
+                for (int v = 1; v <= versions; ++v) {
+                  ConvCase pinned = c;
+                  pinned.family = family;
+                  pinned.version = v;
+                  register_case(prefix + "@" + family + ".v" + std::to_string(v) + "/" + pass_short_name(pass),
+                                pinned);
+                }
+              }
+              if (!versioned) register_case(prefix + "/" + pass_short_name(pass), c);
             }
         }
       }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command on a GPU machine: build for its GPU, run every test on cuda,
 # run compute-sanitizer over the kernel suites, time every conv algorithm and
-# pass against cuDNN, and time training against PyTorch on the same GPU.
+# pass against cuDNN (the defaults, then every version of the conv kernel
+# families, strict and TF32), and time training against PyTorch on the same GPU.
 #
 #   scripts/gpu-deps.sh                     # first, on the CPU machine: the .debs
 #   scripts/gpu-check.sh [--quick] OUT_DIR  # on the GPU machine
@@ -19,6 +20,12 @@
 #   step's status and time, the tables), ctest.xml (JUnit), sanitizer.log,
 #   bench_conv.json (Google Benchmark), train.jsonl (convkit and PyTorch, one
 #   JSON line per run) and log.txt (everything the steps printed).
+#   The kernel-version sweep (step 7b) has no file of its own: its two runs
+#   (strict FP32 and TF32) go into bench_conv.json as a second section,
+#   "kernel_versions": {"fp32": ..., "tf32": ...}, each a whole Google
+#   Benchmark document. Merging keeps every result in one JSON that the
+#   summary and a reader already open; an archive would have to be unpacked
+#   before anyone could read it, and would hide bench_conv.json itself.
 # Each step runs even when an earlier one failed, so a short lease yields all
 # it can; the exit status is non-zero when any step failed.
 set -uo pipefail
@@ -35,10 +42,10 @@ while [ $# -gt 1 ]; do
   esac
   shift
 done
-[ $# -eq 1 ] || { sed -n '2,22p' "$0" >&2; exit 2; }
+[ $# -eq 1 ] || { sed -n '2,30p' "$0" >&2; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 log=$out/log.txt steps=$out/steps.tsv
-: >"$log"; : >"$steps"; rm -f "$out"/{ctest.xml,sanitizer.log,bench_conv.json,train.jsonl}
+: >"$log"; : >"$steps"; rm -f "$out"/{ctest.xml,sanitizer.log,bench_conv.json,train.jsonl,versions-fp32.json,versions-tf32.json}
 jobs=$(nproc)
 [ -n "$build_dir" ] || build_dir=$root/build/gpu-check-$mode
 device=cuda; [ $mode = sim ] && device=sim
@@ -255,6 +262,70 @@ train() {
   fi
 }
 step train train
+
+# ---- 7b. every version of the conv kernel families (bench_conv
+# --kernel-versions), strict FP32 against the default version and against
+# cuDNN's best in step 6, then the tensor-core family under
+# CONVKIT_ALLOW_TF32=1 against cuDNN with TF32 allowed (cuDNN follows
+# allow_tf32). gemm's versions are left out: they are timed by bench_gemm,
+# and change im2col_gemm only on its explicit path (conv2d_implicit_gemm v1,
+# which is here with gemm's default). Not in --quick.
+# Cost on an H100 (an estimate, not yet measured): both sets are 15 layers x
+# 3 passes; about 470 FP32 rows run (direct 3 and implicit GEMM 4 versions
+# everywhere, FFT 3 and Winograd 2 on the stride-1 3x3 layers) and 135 TF32
+# rows (2 versions and cuDNN). With --benchmark_min_time=0.01 a row costs
+# its setup (operand copies, the float64 check on the host, about 0.1 s)
+# more than its timing, so about 60-90 s in all; the slow teaching versions
+# (direct v1, implicit v2, FFT v1) take a few ms to tens of ms per pass on
+# the big layers and at most a few iterations each, so they are kept. Each
+# run is capped (versions_cap_s) so that a runaway cannot eat the lease,
+# and the step runs after training, so that it cannot starve the steps that
+# answer the issues' goals.
+versions_cap_s=150
+version_families=conv2d_direct,conv2d_implicit_gemm,conv2d_fft,conv2d_winograd
+versions_args=(--sets=$bench_sets --devices=$device --benchmark_min_time=0.01 --benchmark_format=console
+               --benchmark_out_format=json)
+tf32_algos=im2col_gemm,cudnn
+if [ $mode = sim ]; then
+  versions_args=(--sets=cifar10-cnn --layers=conv1 --max-batch=1 --passes=fwd --devices=sim --benchmark_out_format=json)
+  tf32_algos=im2col_gemm  # sim runs no vendor library
+fi
+kernel_versions() {
+  local rc=0 bin=$build_dir/benchmarks/bench_conv
+  timeout $versions_cap_s "$bin" "${versions_args[@]}" --algos=direct,im2col_gemm,fft,winograd \
+    --kernel-versions=$version_families --benchmark_out="$out/versions-fp32.json" || rc=1
+  CONVKIT_ALLOW_TF32=1 timeout $versions_cap_s "$bin" "${versions_args[@]}" --algos=$tf32_algos \
+    --kernel-versions=conv2d_implicit_gemm_tensor_core --benchmark_out="$out/versions-tf32.json" || rc=1
+  # The merge also fails the step where a version's row neither ran nor
+  # skipped itself as unsupported (a wrong result, an error) or none ran.
+  python3 - "$out" <<'PY' || rc=1
+import json, os, sys
+out = sys.argv[1]
+main_path = os.path.join(out, "bench_conv.json")
+doc = json.load(open(main_path)) if os.path.exists(main_path) else {}
+doc["kernel_versions"] = {}
+problems, ran = [], 0
+for precision in ("fp32", "tf32"):
+    path = os.path.join(out, f"versions-{precision}.json")
+    if not os.path.exists(path):
+        problems.append(f"no {precision} run")
+        continue
+    run = doc["kernel_versions"][precision] = json.load(open(path))
+    os.remove(path)
+    for b in run.get("benchmarks", []):
+        if not b.get("error_occurred"):
+            ran += "@" in b["name"]
+        elif not b.get("error_message", "").startswith("unsupported:"):
+            problems.append(f"{b['name']}: {b.get('error_message')}")
+json.dump(doc, open(main_path, "w"), indent=1)
+print(f"kernel versions: {ran} rows ran; merged into bench_conv.json")
+for p in problems + ([] if ran else ["no version row ran"]):
+    print("FAILED:", p)
+sys.exit(1 if problems or not ran else 0)
+PY
+  return $rc
+}
+[ $quick = 1 ] || step kernel_versions kernel_versions
 
 # ---- 8. summary.json and summary.md
 python3 "$root/scripts/gpu_check_summary.py" "$out"

@@ -2,8 +2,9 @@
 """Summarises a scripts/gpu-check.sh run: OUT/summary.json and OUT/summary.md.
 
 Reads what the steps left in OUT: env.tsv and steps.tsv (the script's own),
-ctest.xml (JUnit), bench_conv.json (Google Benchmark) and train.jsonl (one JSON
-line per training run, convkit's and PyTorch's). A missing file means that step
+ctest.xml (JUnit), bench_conv.json (Google Benchmark, with the kernel-version
+sweep's runs in its "kernel_versions" section) and train.jsonl (one JSON line
+per training run, convkit's and PyTorch's). A missing file means that step
 failed early; the summary says so rather than inventing a figure.
 """
 import json
@@ -42,6 +43,64 @@ def tests_summary(path):
             "failures": failures[:50]}
 
 
+def ms_of(b):
+    return b["real_time"] * {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
+
+
+def conv_rows(doc):
+    """(name parts, benchmark) of each conv row of a Google Benchmark document:
+    parts are conv/<set>/<layer>/<device>/<algo>/<pass>."""
+    for b in doc.get("benchmarks", []):
+        parts = b["name"].split("/")
+        if b.get("run_type") != "aggregate" and len(parts) >= 6:
+            yield parts, b
+
+
+def cudnn_best(doc):
+    """(set, layer, device, pass) -> cuDNN's ms."""
+    return {(p[1], p[2], p[3], p[5].split(":")[0]): ms_of(b) for p, b in conv_rows(doc)
+            if p[4] == "cudnn" and not b.get("error_occurred")}
+
+
+def versions_summary(data):
+    """One table per kernel family and precision: layer x pass x version ms,
+    each version's ratio to the family's default and to cuDNN's best (strict
+    FP32 rows against step 6's cuDNN, TF32 rows against the TF32 run's)."""
+    sections = data.get("kernel_versions")
+    if sections is None:
+        return None
+    tables = {}
+    for precision, doc in sorted(sections.items()):
+        cudnn = cudnn_best(doc if precision == "tf32" else data)
+        for parts, b in conv_rows(doc):
+            if "@" not in parts[4]:
+                continue
+            algo, pinned = parts[4].split("@", 1)
+            family, version = pinned.rsplit(".v", 1)
+            table = tables.setdefault(f"{family} ({precision})", {"family": family, "precision": precision,
+                                                                  "algo": algo, "default": None, "rows": {}})
+            key = (parts[1], parts[2], parts[3], parts[5].split(":")[0])
+            row = table["rows"].setdefault(key, {"cudnn_ms": cudnn.get(key), "versions": {}})
+            if b.get("default_version"):
+                table["default"] = int(b["default_version"])
+            row["versions"][int(version)] = (None if b.get("error_occurred") else ms_of(b))
+    out = []
+    for name, t in sorted(tables.items()):
+        rows = []
+        for (set_, layer, device, pass_), r in sorted(t["rows"].items()):
+            default_ms = r["versions"].get(t["default"])
+            versions = {}
+            for v, ms in sorted(r["versions"].items()):
+                versions[v] = {"ms": ms,
+                               "over_default": ms / default_ms if ms and default_ms else None,
+                               "over_cudnn": ms / r["cudnn_ms"] if ms and r["cudnn_ms"] else None}
+            rows.append({"set": set_, "layer": layer, "device": device, "pass": pass_,
+                         "cudnn_ms": r["cudnn_ms"], "versions": versions})
+        out.append({"table": name, "family": t["family"], "precision": t["precision"], "algo": t["algo"],
+                    "default_version": t["default"], "rows": rows})
+    return out
+
+
 def conv_summary(path):
     """Per layer and pass: each algorithm's time, cuDNN's, and the ratio to it."""
     if not path.exists():
@@ -49,18 +108,14 @@ def conv_summary(path):
     data = json.loads(path.read_text())
     table = defaultdict(dict)  # (set, layer, device, pass) -> algo -> ms
     skipped = []
-    for b in data.get("benchmarks", []):
-        if b.get("run_type") == "aggregate":
-            continue
-        parts = b["name"].split("/")  # conv/<set>/<layer>/<device>/<algo>/<pass>
-        if len(parts) < 6:
+    for parts, b in conv_rows(data):
+        if "@" in parts[4]:  # a pinned kernel version: the version tables' row
             continue
         key = (parts[1], parts[2], parts[3], parts[5].split(":")[0])
         if b.get("error_occurred"):
             skipped.append({"name": b["name"], "why": b.get("error_message", "")})
             continue
-        unit = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
-        table[key][parts[4]] = {"ms": b["real_time"] * unit, "gflops": b.get("gflops"),
+        table[key][parts[4]] = {"ms": ms_of(b), "gflops": b.get("gflops"),
                                 "max_rel_error": b.get("max_rel_error")}
     rows = []
     for (set_, layer, device, pass_), algos in sorted(table.items()):
@@ -71,7 +126,8 @@ def conv_summary(path):
                      "best": best[0] if best else None,
                      "best_ms": best[1]["ms"] if best else None, "cudnn_ms": base,
                      "best_over_cudnn": (best[1]["ms"] / base) if best and base else None})
-    return {"context": data.get("context", {}), "rows": rows, "skipped": skipped}
+    return {"context": data.get("context", {}), "rows": rows, "skipped": skipped,
+            "versions": versions_summary(data)}
 
 
 def train_summary(path):
@@ -103,6 +159,32 @@ def fmt(v, spec="{:.1f}"):
     return "-" if v is None else spec.format(v)
 
 
+def versions_markdown(tables, sim):
+    lines = ["", "## Kernel versions (ms; ratios to the family's default version and to cuDNN's best)", ""]
+    if tables is None:
+        return lines + ["no kernel_versions section in bench_conv.json (the step did not run: --quick, or it "
+                        "failed early)"]
+    if sim:
+        lines.append("sim runs the CUDA kernels on the CPU emulator: these times test the pipeline, not a GPU's "
+                     "speed.\n")
+    for t in tables:
+        versions = sorted({v for r in t["rows"] for v in r["versions"]})
+        lines += [f"### {t['family']}, {t['precision']} ({t['algo']}; default v{t['default_version']})", "",
+                  "Each cell: ms (/ default, / cuDNN); - where the row skipped itself (bench_conv.json says why).", "",
+                  "| set | layer | pass | " + " | ".join(f"v{v}" for v in versions) + " | cuDNN ms |",
+                  "| --- | --- | --- | " + " | ".join("---:" for _ in versions) + " | ---: |"]
+        for r in t["rows"]:
+            cells = []
+            for v in versions:
+                x = r["versions"].get(v, {})
+                cells.append("-" if not x.get("ms") else
+                             f"{x['ms']:.3f} ({fmt(x['over_default'], '{:.2f}x')}, {fmt(x['over_cudnn'], '{:.2f}x')})")
+            lines.append(f"| {r['set']} | {r['layer']} | {r['pass']} | " + " | ".join(cells) +
+                         f" | {fmt(r['cudnn_ms'], '{:.3f}')} |")
+        lines.append("")
+    return lines
+
+
 def markdown(s):
     env = s["env"]
     lines = [f"# gpu-check ({env.get('mode', '?')}{', quick' if env.get('quick') == '1' else ''})", ""]
@@ -132,6 +214,7 @@ def markdown(s):
         if c["skipped"]:
             lines.append(f"\n{len(c['skipped'])} benchmarks skipped themselves (unsupported or failed check); "
                          "bench_conv.json names each with its reason.")
+    lines += versions_markdown((c or {}).get("versions"), env.get("mode") == "sim")
     tr = s["train"]
     lines += ["", "## Training (images/s, SGD momentum 0.9)", ""]
     if tr is None:
