@@ -170,12 +170,18 @@ __device__ __forceinline__ int patch_mis(const PatchShape& ps, int grp, int n, i
 }
 
 // One K-step of the 64x64 product: acc += A(m, k) B(k, col) over the staged
-// A rows (offset amis[i] for the thread's row i) and the formed B tile.
+// A rows (offset amis[i] for the thread's row i) and the formed B tile, for
+// k < kcount only. Past a row's end the staged chunks hold whatever follows
+// it (the next row, or for backward-data's last row of a stride phase the
+// next phase's transposed filter, not yet written: stale workspace that may
+// be NaN), and NaN times the zeros B holds there is NaN, so those k are not
+// multiplied at all. kcount is the same for the whole block.
 template <typename T>
 __device__ __forceinline__ void multiply_step(const T* As, T (*Bs)[kTileN + 1], const int (&amis)[kThreadM],
-                                              int tx, int ty, T (&acc)[kThreadM][kThreadN]) {
+                                              int tx, int ty, int kcount, T (&acc)[kThreadM][kThreadN]) {
   CK_UNROLL
   for (int kk = 0; kk < kTileK; ++kk) {
+    if (kk >= kcount) break;
     T af[kThreadM], bf[kThreadN];
     CK_UNROLL
     for (int i = 0; i < kThreadM; ++i) af[i] = As[(ty + kSide * i) * kARow<T> + amis[i] + kk];
@@ -238,7 +244,7 @@ __global__ void __launch_bounds__(kThreads) implicit_gemm_v4_staged_columns(Prob
     int amis[kThreadM];
     CK_UNROLL
     for (int i = 0; i < kThreadM; ++i) amis[i] = st.a_start(0, grp, pb.M, m0 + ty + kSide * i, k0) % Vec;
-    multiply_step<T>(As, Bs, amis, tx, ty, acc);
+    multiply_step<T>(As, Bs, amis, tx, ty, k_end - k0, acc);
     __syncthreads();  // before the next K-step overwrites the tiles
   }
   CK_UNROLL
@@ -309,7 +315,7 @@ __global__ void __launch_bounds__(kThreads) implicit_gemm_v4_staged_positions(Pr
     CK_UNROLL
     for (int i = 0; i < kThreadM; ++i)
       amis[i] = st.a_start(n, grp, pb.M, m0 + ty + kSide * i, pos0) % Vec;
-    multiply_step<T>(As, Bs, amis, tx, ty, acc);
+    multiply_step<T>(As, Bs, amis, tx, ty, npos, acc);
     __syncthreads();
   }
   CK_UNROLL

@@ -9,6 +9,7 @@
 // across runs, and through the op's gradcheck.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -279,8 +280,12 @@ TEST(ImplicitGemm, StridedBackwardDataKernelsMatchTheReference) {
         continue;
       const std::size_t bytes =
           kernels::conv2d_implicit_gemm_workspace_bytes(DType::float32, d, ConvPass::backward_data, version);
-      const Tensor ws = bytes > 0 ? empty({static_cast<std::int64_t>((bytes + 3) / 4)},
-                                          TensorOptions().device(kernel_device()))
+      // Workspace full of NaN: a kernel must not let stale workspace reach dx
+      // (version 4 once multiplied the NaN past a stride phase's filter slice
+      // by B's zeros, and failed only when reused memory happened to be NaN).
+      const Tensor ws = bytes > 0 ? full(Shape{static_cast<std::int64_t>((bytes + 3) / 4)},
+                                         std::numeric_limits<double>::quiet_NaN(),
+                                         TensorOptions().device(kernel_device()))
                                   : Tensor();
       const Tensor dy = device_tensor<float>(data.in.dy), w = device_tensor<float>(data.in.w);
       const Tensor dx = garbage<float>(x_size(d));
