@@ -9,23 +9,51 @@ namespace convkit::train {
 
 namespace {
 
+std::string joined(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
 // A class derived from Sequential may override forward, so only the plain
 // type is opened.
-void collect_units(const std::string& prefix, nn::Module& module,
-                   std::vector<std::pair<std::string, nn::Module*>>& out) {
+void collect_units(const std::string& prefix, nn::Module& module, Split split, std::vector<ForwardUnit>& out) {
   if (typeid(module) != typeid(nn::Sequential)) {
-    out.emplace_back(prefix.empty() ? "(model)" : prefix, &module);
+    out.push_back({prefix.empty() ? "(model)" : prefix, module.name(), nullptr, 0, 0, &module});
     return;
   }
-  for (const auto& [name, child] : module.named_children())
-    collect_units(prefix.empty() ? name : prefix + "." + name, *child, out);
+  auto& seq = static_cast<nn::Sequential&>(module);
+  const auto& children = seq.named_children();
+  if (split == Split::per_layer) {
+    for (const auto& [name, child] : children) collect_units(joined(prefix, name), *child, split, out);
+    return;
+  }
+  for (const auto& [begin, end] : seq.steps()) {
+    if (end - begin == 1) {
+      collect_units(joined(prefix, children[begin].first), *children[begin].second, split, out);
+      continue;
+    }
+    ForwardUnit unit{"", "", &seq, begin, end, nullptr};
+    for (std::size_t i = begin; i < end; ++i) {
+      if (i > begin) {
+        unit.name += '+';
+        unit.type += '+';
+      }
+      unit.name += joined(prefix, children[i].first);
+      unit.type += children[i].second->name();
+    }
+    out.push_back(std::move(unit));
+  }
 }
 
 }  // namespace
 
-std::vector<std::pair<std::string, nn::Module*>> forward_units(nn::Module& model) {
-  std::vector<std::pair<std::string, nn::Module*>> out;
-  collect_units("", model, out);
+Tensor ForwardUnit::run(Tensor x, const Tensor& keep) const {
+  if (parent == nullptr) return module->forward(x);
+  return parent->forward_range(std::move(x), begin, end, keep);
+}
+
+std::vector<ForwardUnit> forward_units(nn::Module& model, Split split) {
+  std::vector<ForwardUnit> out;
+  collect_units("", model, split, out);
   return out;
 }
 

@@ -110,10 +110,12 @@ std::optional<std::string> locate_nonfinite(nn::Module& model, const Tensor& ima
   const Generator saved_generator = default_generator();
   std::optional<std::string> found;
   Tensor x = images;
-  for (const auto& [name, unit] : forward_units(model)) {
-    x = unit->forward(x);
+  // Layer by layer, not as the forward fuses them: a ReLU fused after a
+  // batch norm would hide the batch norm's NaN.
+  for (const ForwardUnit& unit : forward_units(model, Split::per_layer)) {
+    x = unit.run(std::move(x), images);
     if (const Census c = census(x); !c.finite()) {
-      found = "the output of layer '" + name + "' (" + unit->name() + ")" + counts(c);
+      found = "the output of layer '" + unit.name + "' (" + unit.type + ")" + counts(c);
       break;
     }
   }

@@ -64,9 +64,9 @@ class LayerProfiler::Observer : public autograd::BackwardObserver {
 
 LayerProfiler::LayerProfiler(nn::Module& model, Device device)
     : device_(device), observer_(std::make_unique<Observer>(*this)) {
-  units_ = forward_units(model);
+  units_ = forward_units(model, Split::as_run);
   CK_CHECK(!units_.empty(), "LayerProfiler: the model is an empty Sequential");
-  for (const auto& [name, module] : units_) report_.layers.push_back({name, module->name()});
+  for (const ForwardUnit& u : units_) report_.layers.push_back({u.name, u.type});
   range_begin_.assign(units_.size() + 1, 0);
 }
 
@@ -74,7 +74,7 @@ LayerProfiler::~LayerProfiler() = default;
 
 std::vector<std::pair<std::string, std::string>> LayerProfiler::units() const {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [name, module] : units_) out.emplace_back(name, module->name());
+  for (const ForwardUnit& u : units_) out.emplace_back(u.name, u.type);
   return out;
 }
 
@@ -96,7 +96,7 @@ Tensor LayerProfiler::forward(const Tensor& input) {
   Tensor x = input;
   for (std::size_t i = 0; i < units_.size(); ++i) {
     range_begin_[i] = autograd::next_node_sequence();
-    x = units_[i].second->forward(x);
+    x = units_[i].run(std::move(x), input);
     const double t2 = now();
     report_.layers[i].forward_seconds += t2 - t;
     t = t2;

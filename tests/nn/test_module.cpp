@@ -234,6 +234,51 @@ TEST(Module, SequentialPoolsBeforeRectifyingWithTheSameResults) {
   }
 }
 
+// steps() names the fusions forward makes, and running the steps one after
+// another with forward_range is the forward, bit for bit, gradients too.
+TEST(Module, SequentialStepsRunAsItsForward) {
+  manual_seed(14);
+  auto make = [] {
+    auto net = std::make_shared<nn::Sequential>();
+    net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(2, 3, 3).padding(1)));  // 0
+    net->push_back(std::make_shared<nn::BatchNorm2d>(3));                                  // 1+2 fused
+    net->push_back(std::make_shared<nn::ReLU>());
+    net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(3, 3, 3).padding(1)));  // 3
+    net->push_back(std::make_shared<nn::BatchNorm2d>(3));                                  // 4 alone
+    net->push_back(std::make_shared<nn::ReLU>());                                          // 5+6 pool first
+    net->push_back(std::make_shared<nn::MaxPool2d>(2));
+    net->push_back(std::make_shared<nn::ReLU>());                                          // 7, in place
+    net->push_back(std::make_shared<nn::Flatten>());                                       // 8
+    return net;
+  };
+  auto net = make();
+  using Steps = std::vector<std::pair<std::size_t, std::size_t>>;
+  EXPECT_EQ(net->steps(), (Steps{{0, 1}, {1, 3}, {3, 4}, {4, 5}, {5, 7}, {7, 8}, {8, 9}}));
+  EXPECT_EQ(nn::Sequential().steps(), Steps{});
+
+  const Tensor x = randn({2, 2, 6, 6}, TensorOptions().requires_grad());
+  const std::vector<double> x_before = x.to_vector<double>();
+  const Tensor y = net->forward(x);
+  const Tensor g = uniform(y.shape(), -1, 1);
+  (y * g).sum().backward();
+  const std::vector<double> gx = x.grad().to_vector<double>();
+  x.grad().zero_();
+  for (const Tensor& p : net->parameters()) p.grad().zero_();
+
+  auto again = make();
+  again->load_state_dict(net->state_dict());  // the same weights; running statistics of one step each
+  net->load_state_dict(again->state_dict());
+  Tensor z = x;
+  for (const auto& [begin, end] : again->steps()) z = again->forward_range(std::move(z), begin, end, x);
+  EXPECT_EQ(x.to_vector<double>(), x_before) << "the caller's input was written";
+  EXPECT_EQ(z.to_vector<double>(), y.to_vector<double>());
+  (z * g).sum().backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), gx);
+
+  EXPECT_TRUE(throws_with([&] { again->forward_range(x, 3, 2, x); }, {"forward_range", "[3, 2)", "9 children"}));
+  EXPECT_TRUE(throws_with([&] { again->forward_range(x, 0, 10, x); }, {"forward_range", "[0, 10)"}));
+}
+
 TEST(Module, BaseForwardExplainsItself) {
   struct Holder : nn::Module {
     Holder() : Module("Holder") {}

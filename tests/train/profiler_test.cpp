@@ -44,6 +44,48 @@ TEST(Profiler, UnitsOpenPlainSequentials) {
   EXPECT_EQ(q.units(), (std::vector<std::pair<std::string, std::string>>{{"(model)", "BasicBlock"}}));
 }
 
+// The profiler times the steps the forward takes: a batch norm and its ReLU
+// are one row, as they are one pass; and the profiled step is still the
+// plain one, bit for bit.
+TEST(Profiler, FusedStepsAreOneUnitAndComputeTheSame) {
+  auto make = [] {
+    auto net = std::make_shared<nn::Sequential>();
+    net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 4, 3).padding(1)));
+    net->push_back(std::make_shared<nn::BatchNorm2d>(4));
+    net->push_back(std::make_shared<nn::ReLU>());
+    net->push_back(std::make_shared<nn::ReLU>());
+    net->push_back(std::make_shared<nn::MaxPool2d>(2));
+    net->push_back(std::make_shared<nn::Flatten>());
+    net->push_back(std::make_shared<nn::Linear>(4 * 4 * 4, 3));
+    return net;
+  };
+  manual_seed(10);
+  auto plain_model = make();
+  manual_seed(10);
+  auto model = make();
+  train::LayerProfiler prof(*model, kCPU);
+  EXPECT_EQ(prof.units(), (std::vector<std::pair<std::string, std::string>>{{"0", "Conv2d"},
+                                                                            {"1+2", "BatchNorm2d+ReLU"},
+                                                                            {"3+4", "ReLU+MaxPool2d"},
+                                                                            {"5", "Flatten"},
+                                                                            {"6", "Linear"}}));
+  std::mt19937_64 rng(testing::kSeed);
+  const Tensor x = testing::random_tensor({3, 1, 8, 8}, rng);
+  const Tensor y = from_vector(std::vector<std::int64_t>{0, 2, 1}, {3}, DType::int64);
+  const Tensor plain = (*plain_model)(x);
+  train::compute_loss(train::LossKind::automatic, plain, y).backward();
+  const Tensor out = prof.forward(x);
+  EXPECT_EQ(out.to_vector<float>(), plain.to_vector<float>());
+  prof.backward(prof.loss([&] { return train::compute_loss(train::LossKind::automatic, out, y); }));
+  prof.end_step(3);
+  const auto want = plain_model->parameters(), got = model->parameters();
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(got[i].grad().to_vector<float>(), want[i].grad().to_vector<float>()) << i;
+  const train::ProfileReport& r = prof.report();
+  EXPECT_GT(r.layers[1].backward_seconds, 0) << "the fused node's backward lands on its row";
+  EXPECT_EQ(r.by_type().size(), 5u);
+}
+
 TEST(Profiler, ProfiledStepComputesTheSame) {
   std::mt19937_64 rng(testing::kSeed);
   manual_seed(9);

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "convkit/nn/module.h"
 
@@ -54,6 +56,23 @@ class Sequential : public Module {
 
   Tensor forward(const Tensor& input) override;
   std::string spec() const override;
+
+  // The steps forward takes, in order, as [begin, end) ranges of children
+  // that cover them all: a BatchNorm and the ReLU after it run as one pass,
+  // a ReLU followed by a MaxPool2d as the pool then the ReLU; every other
+  // child is a step of its own. A profiler that times children one by one
+  // times another program: time these steps instead.
+  std::vector<std::pair<std::size_t, std::size_t>> steps() const;
+  // Runs children [begin, end) as forward does, with the fusions that lie
+  // inside the range: forward(input) is forward_range(input, 0, size(),
+  // input). x is taken by value, so that a ReLU may rectify it in place
+  // when no one else holds it; `keep` (the caller's input) is never written.
+  Tensor forward_range(Tensor x, std::size_t begin, std::size_t end, const Tensor& keep);
+
+ private:
+  enum class StepKind { single, relu, pool_then_relu, batch_norm_relu };
+  // How forward runs child i, looking no further than `end`.
+  StepKind step_at(std::size_t i, std::size_t end) const;
 };
 
 }  // namespace convkit::nn

@@ -2,10 +2,15 @@
 // Per-layer profile of training steps: which layers dominate training time.
 //
 // Forward: the model is run unit by unit, each unit's forward timed on its
-// own. A unit is a child of the model when the model is a plain
+// own. A unit is a step of the model's forward when the model is a plain
 // nn::Sequential (nested plain Sequentials are opened too, so ResNet's
 // "layer1" shows as its blocks "layer1.0", "layer1.1"); any other model is
-// a single unit. Running a Sequential's children in turn is exactly what its
+// a single unit. A step is a child, or the children the Sequential runs
+// fused (Sequential::steps): a BatchNorm and its ReLU show as one row
+// "1+2" of type "BatchNorm2d+ReLU". Timing the children apart would time
+// another program: the fused kernels are not the layers' own (a scalar
+// loop in the fused backward once cost 15% of a step that a per-child
+// profile never showed). Running the steps in turn is exactly what the
 // forward does, so the profiled step computes the same thing.
 //
 // Backward: every autograd Node is created by one op during the forward, and
@@ -34,6 +39,8 @@
 namespace convkit::nn { class Module; }
 
 namespace convkit::train {
+
+struct ForwardUnit;
 
 struct LayerTiming {
   std::string name;  // dotted module name ("0", "layer1.0"), or a row such as "loss"
@@ -77,7 +84,7 @@ class LayerProfiler {
   LayerProfiler(const LayerProfiler&) = delete;
   LayerProfiler& operator=(const LayerProfiler&) = delete;
 
-  // The units the forward is split into, as (name, type).
+  // The units the forward is split into, as (name, type): ("3", "Conv2d"), ("1+2", "BatchNorm2d+ReLU").
   std::vector<std::pair<std::string, std::string>> units() const;
 
   Tensor forward(const Tensor& input);
@@ -95,7 +102,7 @@ class LayerProfiler {
   std::size_t row_of(std::uint64_t sequence) const;
 
   Device device_;
-  std::vector<std::pair<std::string, nn::Module*>> units_;
+  std::vector<ForwardUnit> units_;  // complete in the .cpp, where every member that uses it is defined
   // Sequence ranges [begin, end) of the current step: one per unit, then the loss.
   std::vector<std::uint64_t> range_begin_;
   std::uint64_t loss_end_ = 0;
