@@ -2,7 +2,7 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <string>
+#include <optional>
 
 #include "convkit/core/error.h"
 
@@ -10,24 +10,64 @@ namespace convkit {
 
 namespace {
 
-// A typo must not silently leave strict float32 on (or turn it off).
-bool from_environment() {
-  const char* v = std::getenv("CONVKIT_ALLOW_TF32");
-  if (v == nullptr || *v == '\0') return false;
-  const std::string s = v;
-  if (s == "1" || s == "true") return true;
-  if (s == "0" || s == "false") return false;
-  CK_FAIL("CONVKIT_ALLOW_TF32=", s, " is not one of 1, true, 0, false");
+std::optional<std::string> environment(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
 }
 
-std::atomic<bool>& setting() {
-  static std::atomic<bool> allowed{from_environment()};
-  return allowed;
+Float32Precision from_environment() {
+  std::optional<Float32Precision> tf32;
+  if (const auto v = environment("CONVKIT_ALLOW_TF32")) {
+    if (*v == "1" || *v == "true") {
+      tf32 = Float32Precision::high;
+    } else if (*v == "0" || *v == "false") {
+      tf32 = Float32Precision::highest;
+    } else {
+      CK_FAIL("CONVKIT_ALLOW_TF32=", *v, " is not one of 1, true, 0, false");
+    }
+  }
+  const auto named = environment("CONVKIT_FLOAT32_PRECISION");
+  if (!named) return tf32.value_or(Float32Precision::highest);
+  Float32Precision p;
+  try {
+    p = parse_float32_precision(*named);
+  } catch (const Error&) {
+    CK_FAIL("CONVKIT_FLOAT32_PRECISION=", *named, " is not one of highest, high, medium");
+  }
+  CK_CHECK(!tf32 || *tf32 == p, "CONVKIT_FLOAT32_PRECISION=", *named, " and CONVKIT_ALLOW_TF32=",
+           *environment("CONVKIT_ALLOW_TF32"), " disagree; set one of them");
+  return p;
+}
+
+std::atomic<Float32Precision>& setting() {
+  static std::atomic<Float32Precision> precision{from_environment()};
+  return precision;
 }
 
 }  // namespace
 
-bool allow_tf32() { return setting().load(std::memory_order_relaxed); }
-void set_allow_tf32(bool allowed) { setting().store(allowed, std::memory_order_relaxed); }
+Float32Precision float32_precision() { return setting().load(std::memory_order_relaxed); }
+void set_float32_precision(Float32Precision precision) { setting().store(precision, std::memory_order_relaxed); }
+
+std::string to_string(Float32Precision precision) {
+  switch (precision) {
+    case Float32Precision::highest: return "highest";
+    case Float32Precision::high: return "high";
+    case Float32Precision::medium: return "medium";
+  }
+  return "unknown";
+}
+
+Float32Precision parse_float32_precision(const std::string& name) {
+  for (Float32Precision p : {Float32Precision::highest, Float32Precision::high, Float32Precision::medium})
+    if (name == to_string(p)) return p;
+  CK_FAIL("float32 precision '", name, "' is not one of highest, high, medium");
+}
+
+bool allow_tf32() { return float32_precision() != Float32Precision::highest; }
+void set_allow_tf32(bool allowed) {
+  set_float32_precision(allowed ? Float32Precision::high : Float32Precision::highest);
+}
 
 }  // namespace convkit

@@ -1,9 +1,10 @@
 // GpuBackend::matmul: one strided-batched GEMM (kernels/gemm.cu). Each
 // operand's layout becomes GEMM arguments without a copy: unit stride on the
 // last dim is a row-major matrix, unit stride on the middle dim a transposed
-// one, and a batch of 1 (or a batch stride of 0) broadcasts. With
-// allow_tf32 (convkit/backend/precision.h), float32 products go to the
-// tensor-core GEMM (kernels/gemm_tensor_core.cu) instead.
+// one, and a batch of 1 (or a batch stride of 0) broadcasts. Below the
+// highest float32 precision (convkit/backend/precision.h), float32 products go
+// to the tensor-core GEMM (kernels/gemm_tensor_core.cu) instead: tf32
+// operands at high, bf16 at medium.
 #include "convkit/backend/precision.h"
 #include "gpu/gpu_backend.h"
 #include "kernels/gemm.cuh"
@@ -75,10 +76,12 @@ void GpuBackend::matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& ou
   g.c = out.raw_data();
   g.ldc = g.N;
   g.stride_c = g.M * g.N;
-  if (out.dtype() == DType::float32 && allow_tf32()) {
-    launch_gemm_tensor_core(TensorCorePrecision::tf32, out.dtype(), g);
-  } else {
+  const Float32Precision precision = float32_precision();
+  if (out.dtype() != DType::float32 || precision == Float32Precision::highest) {
     launch_gemm(out.dtype(), g);
+  } else {
+    launch_gemm_tensor_core(
+        precision == Float32Precision::medium ? TensorCorePrecision::bf16 : TensorCorePrecision::tf32, out.dtype(), g);
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "convkit/backend/precision.h"
 #include "support/support.h"
+#include "gpu/tensor_core_tolerance.h"
 
 namespace convkit {
 namespace {
@@ -97,6 +98,64 @@ TEST_P(Matmul, AllowTf32IsOptInAndOffIsStrictFloat32) {
     any_differs = any_differs || on[i] != off[i];
   }
   EXPECT_EQ(any_differs, !(GetParam().type == DeviceType::cpu));
+}
+
+// float32_precision's medium level: bf16 operands on a GPU backend, within
+// their error bound of float64 and apart from tf32's results; high is
+// allow_tf32; the cpu backend ignores both.
+TEST_P(Matmul, MediumPrecisionMultipliesBf16Operands) {
+  const TensorOptions o = TensorOptions().dtype(DType::float32).device(GetParam());
+  std::mt19937_64 rng(testing::kSeed + 22);
+  const std::int64_t K = 70;
+  const Tensor a = random_tensor({37, K}, rng, o), b = random_tensor({K, 29}, rng, o);
+  const std::vector<double> want = ref_matmul(a, b);
+  // 1 + 2^-10 has a tf32 form but no bf16 one (7 mantissa bits).
+  const Tensor x = full({1, 1}, 1.0 + 0x1p-10, o), y = full({1, 1}, 3.0, o);
+  const bool gpu = GetParam().type != DeviceType::cpu;
+  std::vector<float> high, medium;
+  {
+    const ScopedFloat32Precision p(Float32Precision::high);
+    EXPECT_TRUE(allow_tf32());
+    high = matmul(a, b).to_vector<float>();
+    EXPECT_EQ(matmul(x, y).to_vector<float>()[0], 3.0f * (1.0f + 0x1p-10f));
+  }
+  {
+    const ScopedFloat32Precision p(Float32Precision::medium);
+    EXPECT_TRUE(allow_tf32()) << "medium lets the tensor cores run too";
+    medium = matmul(a, b).to_vector<float>();
+    EXPECT_EQ(matmul(x, y).to_vector<float>()[0], gpu ? 3.0f : 3.0f * (1.0f + 0x1p-10f));
+    // float64 ignores the setting.
+    const Tensor x64 = full({1, 1}, 1.0 + 0x1p-30, TensorOptions(o).dtype(DType::float64));
+    EXPECT_EQ(matmul(x64, x64).to_vector<double>()[0], (1.0 + 0x1p-30) * (1.0 + 0x1p-30));
+  }
+  bool any_differs = false;
+  for (std::size_t i = 0; i < medium.size(); ++i) {
+    // Operands in [-1, 1): sum |a||b| <= K.
+    EXPECT_NEAR(medium[i], want[i], testing::rounded_operand_bound(K, K, testing::kBf16Unit)) << i;
+    any_differs = any_differs || medium[i] != high[i];
+  }
+  EXPECT_EQ(any_differs, gpu);
+}
+
+TEST(Float32Precision, NamesRoundTripAndABadNameIsAnError) {
+  for (Float32Precision p : {Float32Precision::highest, Float32Precision::high, Float32Precision::medium})
+    EXPECT_EQ(parse_float32_precision(to_string(p)), p);
+  EXPECT_TRUE(testing::throws_with([] { (void)parse_float32_precision("low"); }, {"'low'", "highest, high, medium"}));
+  const ScopedFloat32Precision outer(Float32Precision::medium);
+  set_allow_tf32(false);
+  EXPECT_EQ(float32_precision(), Float32Precision::highest);
+  set_allow_tf32(true);
+  EXPECT_EQ(float32_precision(), Float32Precision::high);
+  { const ScopedAllowTf32 off(false); EXPECT_FALSE(allow_tf32()); }
+  EXPECT_EQ(float32_precision(), Float32Precision::high);
+}
+
+// Run by the ctest entries test_ops.float32_precision_env* with the variables
+// set (skipped in the ordinary run, where they are unset).
+TEST(Float32PrecisionEnvironment, TheVariableSetsTheStartingPrecision) {
+  const char* named = std::getenv("CONVKIT_FLOAT32_PRECISION");
+  if (named == nullptr) GTEST_SKIP() << "CONVKIT_FLOAT32_PRECISION is unset";
+  EXPECT_EQ(to_string(float32_precision()), std::string(named));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Matmul, ::testing::ValuesIn(testing::test_devices()), testing::device_name);

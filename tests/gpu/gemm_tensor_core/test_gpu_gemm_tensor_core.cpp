@@ -9,6 +9,8 @@
 #include <limits>
 #include <random>
 
+#include "convkit/backend/precision.h"
+#include "convkit/convkit.h"
 #include "convkit/sim/check.h"
 #include "convkit/sim/profile.h"
 #include "gpu/gpu_testing.h"
@@ -21,6 +23,7 @@ namespace {
 namespace kernels = convkit::CK_GPU_NS;
 using kernels::GemmArgs;
 using kernels::TensorCorePrecision;
+using testing::kernel_device;
 using testing::kernel_options;
 
 // Unit roundoff of the operands, and what one operand rounds to.
@@ -166,6 +169,46 @@ TEST(GpuGemmTensorCore, OperandsAreRounded) {
       kernels::launch_gemm_tensor_core(p, DType::float32, g, version);
       EXPECT_EQ(c.to_vector<float>()[0], 3.0f) << kernels::precision_name(p) << " v" << version;
     }
+}
+
+// A two-layer perceptron (every product a matmul) trains on the kernel
+// device at float32_precision medium: it learns, stays near the strict run,
+// and is not it (the bf16 tensor-core path ran). Weights, activations and
+// gradients stay float32 throughout: only the products' operands are bf16.
+std::vector<double> train_perceptron(Float32Precision precision) {
+  const ScopedFloat32Precision setting(precision);
+  manual_seed(322);
+  auto net = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(20, 48), std::make_shared<nn::ReLU>(),
+                                              std::make_shared<nn::Linear>(48, 4));
+  net->to(kernel_device());
+  manual_seed(9);
+  const Tensor x = randn({16, 20}).to(kernel_device());
+  std::vector<std::int64_t> labels(16);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i % 4);
+  const Tensor y = from_vector(labels, {16}, TensorOptions().dtype(DType::int64).device(kernel_device()));
+  optim::SGD opt(net->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  std::vector<double> losses;
+  for (int step = 0; step < 10; ++step) {
+    opt.zero_grad();
+    Tensor loss = cross_entropy(net->forward(x), y);
+    loss.backward();
+    opt.step();
+    losses.push_back(loss.item());
+  }
+  EXPECT_EQ(net->parameters()[0].dtype(), DType::float32) << "the master weights stay float32";
+  return losses;
+}
+
+TEST(GpuGemmTensorCore, APerceptronTrainsAtMediumPrecision) {
+  const std::vector<double> strict = train_perceptron(Float32Precision::highest);
+  const std::vector<double> medium = train_perceptron(Float32Precision::medium);
+  EXPECT_LT(medium.back(), 0.5 * medium.front()) << "the network should learn the batch";
+  bool differs = false;
+  for (std::size_t i = 0; i < strict.size(); ++i) {
+    EXPECT_NEAR(medium[i], strict[i], 5e-2 * std::abs(strict[i]) + 1e-3) << "step " << i;
+    differs = differs || medium[i] != strict[i];
+  }
+  EXPECT_TRUE(differs) << "medium changed nothing: the bf16 path did not run";
 }
 
 TEST(GpuGemmTensorCore, RefusesBadInputWithAReason) {
