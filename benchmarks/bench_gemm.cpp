@@ -1,5 +1,9 @@
 // GEMM: the cpu matmul (Eigen) and, on a real GPU, every hand-written GEMM
-// version (kernels/gemm.cu) and cuBLAS, on square float32 products.
+// version (kernels/gemm.cu) and cuBLAS, on square float32 products; then the
+// tensor-core versions (kernels/gemm_tensor_core.cu) at each reduced
+// float32_precision (high: tf32 operands, medium: bf16) against cuBLAS with
+// the same storage and compute type (cublas_baseline.h). Issue 18's goals read
+// off the 4096 rows: at least 90% of cuBLAS SGEMM strict, 80% in tf32 and bf16.
 //
 // Floors: an n x n x n product does 2n^3 flops and must move at least 3n^2
 // floats (A, B read, C written): n/6 flop per 4 bytes, i.e. n/24 flop/B, so
@@ -7,6 +11,10 @@
 // ceiling is the peak FMA rate. What separates the GPU versions is how many
 // bytes each pulls from global memory per flop (its "kernel intensity":
 // v1 0.25, v2 4, v3 32 flop/B), which each label quotes next to the floor.
+//
+// Every GPU row checks 64 sampled entries of its product against float64
+// before it is timed, within the rounding bound of its precision
+// (max_rel_error counter; a row beyond the bound fails instead of timing).
 //
 // The sim backend runs the same kernels on a CPU emulator; its times mean
 // nothing, so it is never timed here (tests/gpu/gemm checks its results).
@@ -16,8 +24,14 @@
 
 #include <convkit/convkit.h>
 
+#include <cmath>
 #include <cstdio>
+#include <functional>
+#include <random>
 #include <string>
+#include <vector>
+
+#include "cublas_baseline.h"
 
 using namespace convkit;
 
@@ -42,31 +56,82 @@ void BM_CpuMatmul(benchmark::State& state) {
   state.SetLabel("cpu (Eigen), " + floor_label(n));
 }
 
-// The GPU product through the backend into a preallocated output, so the
-// figure is the kernel plus its launch, not allocation or autograd.
-void run_gpu_gemm(benchmark::State& state, Device device, int version, const std::string& what) {
+// The largest relative error a product of n terms of operands in [0, 1) may
+// have at `precision`, against float64: operands rounded to unit u (tf32
+// 2^-11, bf16 2^-8, none at highest), each product off by 2u + u^2, the
+// float32 sum by (n + 2) 2^-24 (the terms are positive, so relative to the sum).
+double error_bound(Float32Precision precision, std::int64_t n) {
+  const double u = precision == Float32Precision::medium ? 0x1p-8 : precision == Float32Precision::high ? 0x1p-11 : 0;
+  return 2 * u + u * u + static_cast<double>(n + 2) * 0x1p-24;
+}
+
+// Max relative error of 64 sampled entries of c = a b (row-major n x n).
+double sampled_error(const Tensor& a, const Tensor& b, const Tensor& c, std::int64_t n) {
+  const std::vector<float> ha = a.to_vector<float>(), hb = b.to_vector<float>(), hc = c.to_vector<float>();
+  std::mt19937_64 rng(n);
+  double worst = 0;
+  for (int s = 0; s < 64; ++s) {
+    const std::int64_t i = static_cast<std::int64_t>(rng() % n), j = static_cast<std::int64_t>(rng() % n);
+    double exact = 0;
+    for (std::int64_t k = 0; k < n; ++k) exact += static_cast<double>(ha[i * n + k]) * hb[k * n + j];
+    worst = std::max(worst, std::abs(hc[i * n + j] - exact) / exact);
+  }
+  return worst;
+}
+
+// Times product() into c after checking its result: the GPU product plus
+// its launch, not allocation or autograd.
+void time_gpu_product(benchmark::State& state, Float32Precision precision, const Tensor& a, const Tensor& b,
+                      const Tensor& c, const std::function<void()>& product, const std::string& what) {
+  const std::int64_t n = state.range(0);
+  product();  // warm-up: first launch of this version, cuBLAS handle
+  const double error = sampled_error(a, b, c, n), bound = error_bound(precision, n);
+  state.counters["max_rel_error"] = error;
+  if (!(error <= bound)) {
+    state.SkipWithError(("wrong result: sampled relative error " + std::to_string(error) + " above the bound " +
+                         std::to_string(bound))
+                            .c_str());
+    return;
+  }
+  for (auto _ : state) product();
+  state.counters["GFLOP/s"] = gflops_counter(2.0 * n * n * n);
+  state.SetLabel(what + ", " + to_string(precision) + ", " + floor_label(n));
+}
+
+// The GPU product through the backend, `family` pinned to `version`, at `precision`.
+void run_gpu_gemm(benchmark::State& state, Device device, const char* family, int version,
+                  Float32Precision precision, const std::string& what) {
   const std::int64_t n = state.range(0);
   const TensorOptions o = TensorOptions().device(device);
   const Tensor a = rand({1, n, n}, o), b = rand({1, n, n}, o), c = empty({1, n, n}, o);
   Backend& backend = backend_for(device);
-  backend.matmul(a, b, c);  // registers the gemm family
-  set_kernel_version("gemm", version);
-  backend.matmul(a, b, c);  // warm-up: first launch of this version, cuBLAS handle
-  backend.synchronize();
-  for (auto _ : state) {
+  const ScopedFloat32Precision level(precision);
+  backend.matmul(a, b, c);  // registers the family
+  set_kernel_version(family, version);
+  time_gpu_product(state, precision, a, b, c, [&] {
     backend.matmul(a, b, c);
     backend.synchronize();
-  }
-  set_kernel_version("gemm", 0);
-  state.counters["GFLOP/s"] = gflops_counter(2.0 * n * n * n);
-  state.SetLabel(what + ", " + floor_label(n));
+  }, what);
+  set_kernel_version(family, 0);
 }
 
-const struct {
+void run_cublas(benchmark::State& state, Device device, Float32Precision precision) {
+  const std::int64_t n = state.range(0);
+  const TensorOptions o = TensorOptions().device(device);
+  const Tensor a = rand({n, n}, o), b = rand({n, n}, o), c = empty({n, n}, o);
+  backend_for(device).synchronize();
+  time_gpu_product(state, precision, a, b, c, [&] {
+    bench::cublas_gemm(precision, a.data<float>(), b.data<float>(), c.data<float>(), n);
+  }, "cuBLAS cublasGemmEx");
+}
+
+struct VersionRow {
   int version;
   const char* name;
   const char* label;
-} kGpuVersions[] = {
+};
+
+const VersionRow kGpuVersions[] = {
     {1, "v1_naive", "v1 naive, kernel intensity 0.25 flop/B"},
     {2, "v2_shared", "v2 16x16 shared tiles, kernel intensity 4 flop/B"},
     {3, "v3_register_blocked", "v3 128x128 tile, 8x8 per thread, kernel intensity 32 flop/B"},
@@ -75,6 +140,11 @@ const struct {
     {6, "v6_per_shape", "v6 block tile chosen by the shape (128x128 at n >= 2048)"},
     {7, "v7_split_k", "v7 v6 plus split-K where tiles leave SMs idle"},
     {8, "v8_cublas", "cuBLAS SGEMM"},
+};
+
+const VersionRow kTensorCoreVersions[] = {
+    {1, "v1_warp_per_tile", "tensor-core v1, one warp per 16x8 tile, fragments from global memory"},
+    {2, "v2_block_tiled", "tensor-core v2, 64x64 block, 4 warps of 32x32, staged double buffer"},
 };
 
 }  // namespace
@@ -100,15 +170,30 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("gpu_gemm", gpu_status);
   if (have_gpu) {
     const Device cuda(DeviceType::cuda, 0);
+    auto sizes = [](benchmark::internal::Benchmark* b) {
+      for (std::int64_t n : {256, 512, 1024, 2048, 4096}) b->Arg(n);
+      b->UseRealTime()->Unit(benchmark::kMicrosecond);
+    };
     for (const auto& v : kGpuVersions) {
-      benchmark::RegisterBenchmark((std::string("BM_GpuGemm/") + v.name).c_str(),
-                                   [v, cuda](benchmark::State& s) { run_gpu_gemm(s, cuda, v.version, v.label); })
-          ->Arg(256)
-          ->Arg(512)
-          ->Arg(1024)
-          ->Arg(2048)
-          ->UseRealTime()
-          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark((std::string("BM_GpuGemm/") + v.name).c_str(), [v, cuda](benchmark::State& s) {
+        run_gpu_gemm(s, cuda, "gemm", v.version, Float32Precision::highest, v.label);
+      })->Apply(sizes);
+    }
+    for (Float32Precision p : {Float32Precision::high, Float32Precision::medium}) {
+      const std::string level = p == Float32Precision::high ? "tf32" : "bf16";
+      for (const auto& v : kTensorCoreVersions) {
+        benchmark::RegisterBenchmark(("BM_GpuGemmTensorCore/" + level + "/" + v.name).c_str(),
+                                     [v, cuda, p](benchmark::State& s) {
+                                       run_gpu_gemm(s, cuda, "gemm_tensor_core", v.version, p, v.label);
+                                     })
+            ->Apply(sizes);
+      }
+    }
+    for (Float32Precision p : {Float32Precision::highest, Float32Precision::high, Float32Precision::medium}) {
+      const std::string level = p == Float32Precision::highest ? "fp32" : p == Float32Precision::high ? "tf32" : "bf16";
+      benchmark::RegisterBenchmark(("BM_Cublas/" + level).c_str(),
+                                   [cuda, p](benchmark::State& s) { run_cublas(s, cuda, p); })
+          ->Apply(sizes);
     }
   } else {
     std::fprintf(stderr, "bench_gemm: GPU cases %s\n", gpu_status.c_str());

@@ -18,8 +18,10 @@
 # OUT_DIR receives at most eight files (the device tool brings back eight):
 #   summary.md, summary.json (machine, commit, GPU, driver, CUDA, clocks, each
 #   step's status and time, the tables), ctest.xml (JUnit), sanitizer.log,
-#   bench_conv.json (Google Benchmark), train.jsonl (convkit and PyTorch, one
-#   JSON line per run) and log.txt (everything the steps printed).
+#   bench_conv.json (Google Benchmark), bench_gemm.json (Google Benchmark: every
+#   GEMM version, strict and on the tensor cores in tf32 and bf16, against
+#   cuBLAS in the same precision), train.jsonl (convkit and PyTorch, one JSON
+#   line per run) and log.txt (everything the steps printed).
 #   The kernel-version sweep (step 7b) has no file of its own: its two runs
 #   (strict FP32 and TF32) go into bench_conv.json as a second section,
 #   "kernel_versions": {"fp32": ..., "tf32": ...}, each a whole Google
@@ -45,7 +47,7 @@ done
 [ $# -eq 1 ] || { sed -n '2,30p' "$0" >&2; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 log=$out/log.txt steps=$out/steps.tsv
-: >"$log"; : >"$steps"; rm -f "$out"/{ctest.xml,sanitizer.log,bench_conv.json,train.jsonl,versions-fp32.json,versions-tf32.json}
+: >"$log"; : >"$steps"; rm -f "$out"/{ctest.xml,sanitizer.log,bench_conv.json,bench_gemm.json,train.jsonl,versions-fp32.json,versions-tf32.json}
 jobs=$(nproc)
 [ -n "$build_dir" ] || build_dir=$root/build/gpu-check-$mode
 device=cuda; [ $mode = sim ] && device=sim
@@ -118,7 +120,7 @@ if [ $mode = gpu ] || [ ! -f "$build_dir/CMakeCache.txt" ]; then
 fi
 # A GPU build is whole (a --quick rerun finds it built); sim builds what its steps use.
 targets=(all)
-[ $mode = sim ] && targets=(convkit_cli bench_conv test_backend test_gpu_gemm test_ddp test_nccl_group)
+[ $mode = sim ] && targets=(convkit_cli bench_conv bench_gemm test_backend test_gpu_gemm test_ddp test_nccl_group)
 step build cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
 cli=$build_dir/bin/convkit
 step devices "$cli" devices
@@ -242,6 +244,32 @@ bench_args=(--sets=$bench_sets --devices=$device --benchmark_min_time=0.05
 [ $mode = sim ] && bench_args=(--sets=cifar10-cnn --layers=conv1 --max-batch=1 --passes=fwd --devices=sim
                                --benchmark_out_format=json --benchmark_out="$out/bench_conv.json")
 step bench_conv "$build_dir/benchmarks/bench_conv" "${bench_args[@]}"
+
+# ---- 6b. GEMM: every version (strict float32, and the tensor-core ones at
+# float32_precision high and medium) against cuBLAS in the same precision, at
+# n = 256 to 4096, each row checked on sampled entries against float64 first.
+# Issue 18's GEMM goals are the 4096 rows. About 75 rows; on an H100 the
+# slowest (v1 at 4096, ~0.1 s a product) take one timed iteration each, so an
+# estimated 30-60 s, capped. On sim bench_gemm times no GPU row (sim times
+# mean nothing): the step runs its cpu rows, so that it cannot rot.
+gemm_cap_s=150
+gemm_args=(--benchmark_min_time=0.05 --benchmark_format=console --benchmark_out_format=json
+           --benchmark_out="$out/bench_gemm.json")
+[ $mode = sim ] && gemm_args+=(--benchmark_filter='BM_CpuMatmul/256')
+[ $quick = 1 ] && gemm_args+=(--benchmark_filter='/4096/')
+gemm() {
+  timeout $gemm_cap_s "$build_dir/benchmarks/bench_gemm" "${gemm_args[@]}" || return 1
+  # A row whose sampled check failed skips itself; the step fails with it.
+  python3 - "$out/bench_gemm.json" <<'PY'
+import json, sys
+bad = [b["name"] + ": " + b.get("error_message", "") for b in json.load(open(sys.argv[1]))["benchmarks"]
+       if b.get("error_occurred")]
+for b in bad:
+    print("FAILED:", b)
+sys.exit(1 if bad else 0)
+PY
+}
+step gemm gemm
 
 # ---- 7. training throughput: convkit on cuda and cpu, PyTorch on the same GPU
 runs="cifar10-cnn:128 cifar10-cnn:512 resnet18-cifar:128" steps_n=50 warmup=10 cpu_steps=3

@@ -3,7 +3,8 @@
 
 Reads what the steps left in OUT: env.tsv and steps.tsv (the script's own),
 ctest.xml (JUnit), bench_conv.json (Google Benchmark, with the kernel-version
-sweep's runs in its "kernel_versions" section) and train.jsonl (one JSON line
+sweep's runs in its "kernel_versions" section), bench_gemm.json (Google
+Benchmark) and train.jsonl (one JSON line
 per training run, convkit's and PyTorch's). A missing file means that step
 failed early; the summary says so rather than inventing a figure.
 """
@@ -155,6 +156,64 @@ def train_summary(path):
     return {"runs": runs, "rows": out}
 
 
+def gemm_summary(path):
+    """Per size: the best hand-written version of each precision against cuBLAS
+    in the same precision (bench_gemm: BM_GpuGemm/*, BM_GpuGemmTensorCore/*,
+    BM_Cublas/*), issue 18's GEMM goals read off the n = 4096 rows."""
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    best = defaultdict(dict)  # (precision, n) -> {"ours": (name, gflops), "cublas": gflops}
+    failed = []
+    for b in data.get("benchmarks", []):
+        name = b["name"]
+        if not name.startswith(("BM_GpuGemm", "BM_Cublas")):
+            continue
+        if b.get("error_occurred"):
+            failed.append({"name": name, "why": b.get("error_message", "")})
+            continue
+        parts = name.split("/")
+        gflops = b.get("GFLOP/s")
+        if parts[0] == "BM_Cublas":
+            best[(parts[1], int(parts[2]))]["cublas"] = gflops
+            continue
+        if parts[0] == "BM_GpuGemm":
+            if parts[1] == "v8_cublas":
+                continue  # the same SGEMM as BM_Cublas/fp32
+            precision, version, n = "fp32", parts[1], int(parts[2])
+        else:
+            precision, version, n = parts[1], parts[2], int(parts[3])
+        ours = best[(precision, n)].get("ours")
+        if ours is None or gflops > ours[1]:
+            best[(precision, n)]["ours"] = (version, gflops)
+    goals = {"fp32": 0.9, "tf32": 0.8, "bf16": 0.8}
+    rows = []
+    for (precision, n), v in sorted(best.items()):
+        ours, cublas = v.get("ours"), v.get("cublas")
+        ratio = ours[1] / cublas if ours and cublas else None
+        rows.append({"precision": precision, "n": n, "best": ours[0] if ours else None,
+                     "gflops": ours[1] if ours else None, "cublas_gflops": cublas, "ratio": ratio,
+                     "goal": goals.get(precision) if n == 4096 else None})
+    return {"context": data.get("context", {}), "rows": rows, "failed": failed}
+
+
+def gemm_markdown(g, sim):
+    lines = ["", "## GEMM (GFLOP/s; ratio = best convkit version / cuBLAS, same precision)", ""]
+    if g is None:
+        return lines + ["no bench_gemm.json"]
+    if sim or not g["rows"]:
+        return lines + [f"no GPU rows: {g['context'].get('gpu_gemm', 'no GPU')}"]
+    lines += ["| precision | n | best version | GFLOP/s | cuBLAS GFLOP/s | ratio | goal |",
+              "| --- | ---: | --- | ---: | ---: | ---: | ---: |"]
+    for r in g["rows"]:
+        lines.append(f"| {r['precision']} | {r['n']} | {r['best'] or '-'} | {fmt(r['gflops'], '{:.0f}')} | "
+                     f"{fmt(r['cublas_gflops'], '{:.0f}')} | {fmt(r['ratio'], '{:.2f}x')} | "
+                     f"{fmt(r['goal'], '>= {:.2f}x')} |")
+    for f in g["failed"]:
+        lines.append(f"- FAILED {f['name']}: {f['why']}")
+    return lines
+
+
 def fmt(v, spec="{:.1f}"):
     return "-" if v is None else spec.format(v)
 
@@ -215,6 +274,7 @@ def markdown(s):
             lines.append(f"\n{len(c['skipped'])} benchmarks skipped themselves (unsupported or failed check); "
                          "bench_conv.json names each with its reason.")
     lines += versions_markdown((c or {}).get("versions"), env.get("mode") == "sim")
+    lines += gemm_markdown(s.get("gemm"), env.get("mode") == "sim")
     tr = s["train"]
     lines += ["", "## Training (images/s, SGD momentum 0.9)", ""]
     if tr is None:
@@ -242,6 +302,7 @@ def main():
         "steps": read_tsv(out / "steps.tsv"),
         "tests": tests_summary(out / "ctest.xml"),
         "conv": conv_summary(out / "bench_conv.json"),
+        "gemm": gemm_summary(out / "bench_gemm.json"),
         "train": train_summary(out / "train.jsonl"),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
