@@ -1,14 +1,19 @@
 // Tensor-core implicit-GEMM convolution: the products of
 // conv2d_implicit_gemm.cu (the same table, the same problems, gathered from
 // x, w or dy by conv2d_implicit_gemm_problem.cuh) with the operands rounded to
-// tf32 and multiplied by mma.sync m16n8k8 (kernels/tensor_core.cuh; the
-// fragment layouts are in convkit/sim/mma.h). The contract is in
-// conv2d_implicit_gemm_tensor_core.cuh.
+// tf32 and multiplied by mma.sync m16n8k8, or rounded to bf16 and multiplied
+// by m16n8k16 (kernels/tensor_core.cuh; the fragment layouts are in
+// convkit/sim/mma.h). Both precisions share every layout in 32-bit words: a
+// word is one tf32 element or two bf16 elements adjacent along k, so a bf16
+// k-step covers 16 elements where tf32's covers 8, and a staged tile of 32
+// words 64 elements where tf32's holds 32 (each bf16 word costs two gathers).
+// The contract is in conv2d_implicit_gemm_tensor_core.cuh.
 //
 // Accuracy, as gemm_tensor_core.cu: each product of two rounded operands is
-// off by at most 2u relative (u = 2^-11), the float32 sum adds its usual
-// gamma_K, so an output is within sum|a||b| * (2u + u^2 + (K+2) * 2^-24) of
-// the exact sum. Tests hold every pass to that bound against float64.
+// off by at most 2u relative (u = 2^-11 for tf32, 2^-8 for bf16), the float32
+// sum adds its usual gamma_K, so an output is within
+// sum|a||b| * (2u + u^2 + (K+2) * 2^-24) of the exact sum. Tests hold every
+// pass to that bound against float64, in both precisions.
 //
 // The floor is conv2d_implicit_gemm.cu's (same FLOPs, same bytes). The
 // tensor cores move the compute roof (H100 SXM: 495 dense TF32 TFLOP/s
@@ -92,15 +97,17 @@ constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // ---------------------------------------------------------------------------
 // v1, one warp per 16x8 tile of group blockIdx.y.
-constexpr int kWarpTileM = 16, kWarpTileN = 8, kMmaK = 8;
+constexpr int kWarpTileM = 16, kWarpTileN = 8;
 
-template <class Problem>
-__device__ __forceinline__ std::uint32_t a_word(const Problem& pb, int grp, int m, int k, int k_end) {
-  return (m < pb.M && k < k_end) ? dev::cvt_rna_tf32(pb.a(grp, m, k)) : 0u;
+// Word kw of row m of A (of column col of B) in the run of k from k0: one
+// tf32 element or a bf16 pair along k (dev::word_of), zero past the product.
+template <TensorCorePrecision P, class Problem>
+__device__ __forceinline__ std::uint32_t a_word(const Problem& pb, int grp, int m, int k0, int kw, int k_end) {
+  return dev::word_of<P>([&](int k) { return (m < pb.M && k < k_end) ? pb.a(grp, m, k) : 0.0f; }, k0, kw);
 }
-template <class Problem>
-__device__ __forceinline__ std::uint32_t b_word(const Problem& pb, int grp, int k, int col, int k_end) {
-  return (col < pb.cols && k < k_end) ? dev::cvt_rna_tf32(pb.b(grp, k, col)) : 0u;
+template <TensorCorePrecision P, class Problem>
+__device__ __forceinline__ std::uint32_t b_word(const Problem& pb, int grp, int k0, int kw, int col, int k_end) {
+  return dev::word_of<P>([&](int k) { return (col < pb.cols && k < k_end) ? pb.b(grp, k, col) : 0.0f; }, k0, kw);
 }
 
 // Lane `lane`'s accumulators of the 16x8 tile at (m0, n0): c_i at row
@@ -115,22 +122,22 @@ __device__ __forceinline__ void store_tile(const Problem& pb, int grp, int m0, i
   }
 }
 
-template <class Problem>
+template <TensorCorePrecision P, class Problem>
 __global__ void __launch_bounds__(32) implicit_gemm_tc_v1_warp_per_tile(Problem pb, int n_tiles) {
   const int lane = static_cast<int>(threadIdx.x);
   const int group = lane >> 2, tig = lane % 4;
   const int grp = blockIdx.y;
   const int m0 = (blockIdx.x / n_tiles) * kWarpTileM, n0 = (blockIdx.x % n_tiles) * kWarpTileN;
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int k0 = 0; k0 < pb.depth; k0 += kMmaK) {
-    // a0..a3 are (group, tig), (group+8, tig), (group, tig+4), (group+8, tig+4);
-    // b0, b1 are (k = tig, n = group), (k = tig+4, n = group).
+  for (int k0 = 0; k0 < pb.depth; k0 += kMmaStepK<P>) {
+    // In words: a0..a3 are (group, tig), (group+8, tig), (group, tig+4),
+    // (group+8, tig+4); b0, b1 are (k = tig, n = group), (k = tig+4, n = group).
     std::uint32_t af[4], bf[2];
     CK_UNROLL
-    for (int r = 0; r < 4; ++r) af[r] = a_word(pb, grp, m0 + group + (r & 1) * 8, k0 + tig + (r >> 1) * 4, pb.depth);
+    for (int r = 0; r < 4; ++r) af[r] = a_word<P>(pb, grp, m0 + group + (r & 1) * 8, k0, tig + (r >> 1) * 4, pb.depth);
     CK_UNROLL
-    for (int r = 0; r < 2; ++r) bf[r] = b_word(pb, grp, k0 + tig + r * 4, n0 + group, pb.depth);
-    dev::mma_m16n8k8_tf32(acc, af, bf, acc);
+    for (int r = 0; r < 2; ++r) bf[r] = b_word<P>(pb, grp, k0, tig + r * 4, n0 + group, pb.depth);
+    dev::mma<P>(acc, af, bf);
   }
   store_tile(pb, grp, m0, n0, 0, lane, acc);
 }
@@ -161,7 +168,7 @@ template <bool BAlongK>
 using TcBTile = std::conditional_t<BAlongK, std::uint32_t[tiled::kTileN][tiled::kRowK],
                                    std::uint32_t[tiled::kTileK][tiled::kRowCol]>;
 
-template <class Problem>
+template <TensorCorePrecision P, class Problem>
 __global__ void __launch_bounds__(tiled::kThreads) implicit_gemm_tc_v2_tiled(Problem pb, int n_tiles, int slice_len) {
   using namespace tiled;
   constexpr bool kAlongK = Problem::kBAlongK;
@@ -178,25 +185,26 @@ __global__ void __launch_bounds__(tiled::kThreads) implicit_gemm_tc_v2_tiled(Pro
   const int k_begin = slice * slice_len;
   const int k_end = pb.depth < k_begin + slice_len ? pb.depth : k_begin + slice_len;
   float acc[kMmaM][kMmaN][4] = {};
-  for (int k0 = k_begin; k0 < k_end; k0 += kTileK) {
+  // A tile is kTileK words deep: 32 elements of k in tf32, 64 in bf16.
+  for (int k0 = k_begin; k0 < k_end; k0 += kTileK * kElementsPerWord<P>) {
     // Version 3's loaders, rounding as they store.
     CK_UNROLL
     for (int i = 0; i < kTileM / 8; ++i) {
       const int m = warp + 8 * i;
-      As[m][lane] = a_word(pb, grp, m0 + m, k0 + lane, k_end);
+      As[m][lane] = a_word<P>(pb, grp, m0 + m, k0, lane, k_end);
     }
     if constexpr (kAlongK) {
       CK_UNROLL
       for (int i = 0; i < kTileN / 8; ++i) {
         const int col = warp + 8 * i;
-        Bs[col][lane] = b_word(pb, grp, k0 + lane, n0 + col, k_end);
+        Bs[col][lane] = b_word<P>(pb, grp, k0, lane, n0 + col, k_end);
       }
-    } else {  // lanes walk the columns: tid % 64 is the column, 4 rows of k per pass
+    } else {  // lanes walk the columns: tid % 64 is the column, 4 rows of words per pass
       const int col = tid % kTileN;
       CK_UNROLL
       for (int i = 0; i < kTileK / 4; ++i) {
         const int kk = tid / kTileN + 4 * i;
-        Bs[kk][col] = b_word(pb, grp, k0 + kk, n0 + col, k_end);
+        Bs[kk][col] = b_word<P>(pb, grp, k0, kk, n0 + col, k_end);
       }
     }
     __syncthreads();
@@ -221,7 +229,7 @@ __global__ void __launch_bounds__(tiled::kThreads) implicit_gemm_tc_v2_tiled(Pro
       CK_UNROLL
       for (int i = 0; i < kMmaM; ++i)
         CK_UNROLL
-        for (int j = 0; j < kMmaN; ++j) dev::mma_m16n8k8_tf32(acc[i][j], af[i], bf[j], acc[i][j]);
+        for (int j = 0; j < kMmaN; ++j) dev::mma<P>(acc[i][j], af[i], bf[j]);
     }
     __syncthreads();  // before the next K-step overwrites the tiles
   }
@@ -260,18 +268,26 @@ void check_call(const char* op, DType dtype, const Conv2dDesc& d, int version,
   for (const void* p : required) CK_CHECK(p != nullptr, op, ": a required buffer is null; descriptor ", d.str());
 }
 
-// Launches `version` of problem pb over `groups` groups.
-template <class Problem>
-void run_problem(const Problem& pb, int groups, int version, Split split) {
-  if (pb.M == 0 || pb.cols == 0) return;
+// Launches `version` of problem pb over `groups` groups, in `precision`.
+template <TensorCorePrecision P, class Problem>
+void run_problem_in(const Problem& pb, int groups, int version, Split split) {
   const int n_tiles = static_cast<int>(ceil_div(pb.cols, tile_n(version)));
   const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, tile_m(version)) * n_tiles), static_cast<unsigned>(groups),
                   static_cast<unsigned>(split.slices));
   if (version == kImplicitGemmTcWarpVersion) {
-    launch(implicit_gemm_tc_v1_warp_per_tile<Problem>, grid, dim3(32), 0, nullptr, pb, n_tiles);
+    launch(implicit_gemm_tc_v1_warp_per_tile<P, Problem>, grid, dim3(32), 0, nullptr, pb, n_tiles);
   } else {
-    launch(implicit_gemm_tc_v2_tiled<Problem>, grid, dim3(tiled::kThreads), 0, nullptr, pb, n_tiles,
+    launch(implicit_gemm_tc_v2_tiled<P, Problem>, grid, dim3(tiled::kThreads), 0, nullptr, pb, n_tiles,
            std::max(split.len, 1));
+  }
+}
+template <class Problem>
+void run_problem(TensorCorePrecision precision, const Problem& pb, int groups, int version, Split split) {
+  if (pb.M == 0 || pb.cols == 0) return;
+  if (precision == TensorCorePrecision::tf32) {
+    run_problem_in<TensorCorePrecision::tf32>(pb, groups, version, split);
+  } else {
+    run_problem_in<TensorCorePrecision::bf16>(pb, groups, version, split);
   }
 }
 
@@ -281,9 +297,10 @@ void register_conv2d_implicit_gemm_tensor_core_family() {
   static const bool registered = [] {
     register_kernel_family(
         {"conv2d_implicit_gemm_tensor_core", kVersions, kImplicitGemmTcTiledVersion,
-         "v1 warp per tile: one warp per 16x8 tile of the implicit product, tf32 fragments gathered from x, w or dy\n"
-         "v2 tiled: 64x64x32 tiles gathered into shared memory as tf32, 8 warps of 32x16 on mma.sync m16n8k8, "
-         "deterministic split-K for backward-weights"});
+         "v1 warp per tile: one warp per 16x8 tile of the implicit product, tf32 or bf16 fragments gathered from "
+         "x, w or dy\n"
+         "v2 tiled: 64x64x32-word tiles gathered into shared memory as tf32 or bf16 pairs, 8 warps of 32x16 on "
+         "mma.sync, deterministic split-K for backward-weights"});
     return true;
   }();
   (void)registered;
@@ -294,7 +311,7 @@ std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const
     return detail::concat("conv2d_implicit_gemm_tensor_core has versions 1..", kVersions, ", not ", version);
   if (dtype != DType::float32)
     return detail::concat("dtype ", dtype, " is not supported: the tensor-core convolution takes float32 (rounded "
-                          "to tf32 inside)");
+                          "to tf32 or bf16 inside)");
   if (std::string why = index_limits_reason(d, "conv2d_implicit_gemm_tensor_core"); !why.empty()) return why;
   // The largest product: forward's Kg x N*P*Q, backward-data's Cg x N*H*W
   // (its stride phases together), backward-weights' Kg x Cg*R*S.
@@ -318,19 +335,21 @@ std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const 
   return tiled_workspace_bytes(dtype, d, pass, split_of(dtype, d, version));
 }
 
-void launch_conv2d_implicit_gemm_tensor_core_forward(DType dtype, const Conv2dDesc& d, const void* x, const void* w,
-                                                     const void* b, void* y, int version) {
+void launch_conv2d_implicit_gemm_tensor_core_forward(TensorCorePrecision precision, DType dtype, const Conv2dDesc& d,
+                                                     const void* x, const void* w, const void* b, void* y,
+                                                     int version) {
   register_conv2d_implicit_gemm_tensor_core_family();
   check_call("conv2d_implicit_gemm_tensor_core forward", dtype, d, version, {x, w, y});
   const Geometry g = geometry(d);
   const ForwardProblem<float> pb{g, static_cast<const float*>(x), static_cast<const float*>(w),
                                  static_cast<const float*>(b), static_cast<float*>(y), g.Kg, g.N * g.PQ,
                                  g.Cg * g.RS};
-  run_problem(pb, static_cast<int>(d.groups), version, Split{1, std::max(pb.depth, 1)});
+  run_problem(precision, pb, static_cast<int>(d.groups), version, Split{1, std::max(pb.depth, 1)});
 }
 
-void launch_conv2d_implicit_gemm_tensor_core_backward_data(DType dtype, const Conv2dDesc& d, const void* dy,
-                                                           const void* w, void* dx, void* workspace, int version) {
+void launch_conv2d_implicit_gemm_tensor_core_backward_data(TensorCorePrecision precision, DType dtype,
+                                                           const Conv2dDesc& d, const void* dy, const void* w,
+                                                           void* dx, void* workspace, int version) {
   register_conv2d_implicit_gemm_tensor_core_family();
   check_call("conv2d_implicit_gemm_tensor_core backward-data", dtype, d, version, {dy, w, dx});
   const std::size_t needed =
@@ -354,12 +373,13 @@ void launch_conv2d_implicit_gemm_tensor_core_backward_data(DType dtype, const Co
       const int depth = g.Kg * ph.taps * pw.taps;
       const BackwardDataProblem<float> pb{g,  static_cast<const float*>(dy), static_cast<const float*>(w), wt,
                                           static_cast<float*>(dx), ph, pw, g.Cg, g.N * ph.count * pw.count, depth};
-      run_problem(pb, static_cast<int>(d.groups), version, Split{1, std::max(depth, 1)});
+      run_problem(precision, pb, static_cast<int>(d.groups), version, Split{1, std::max(depth, 1)});
     }
 }
 
-void launch_conv2d_implicit_gemm_tensor_core_backward_weights(DType dtype, const Conv2dDesc& d, const void* x,
-                                                              const void* dy, void* dw, void* workspace, int version) {
+void launch_conv2d_implicit_gemm_tensor_core_backward_weights(TensorCorePrecision precision, DType dtype,
+                                                              const Conv2dDesc& d, const void* x, const void* dy,
+                                                              void* dw, void* workspace, int version) {
   register_conv2d_implicit_gemm_tensor_core_family();
   check_call("conv2d_implicit_gemm_tensor_core backward-weights", dtype, d, version, {x, dy, dw});
   const std::size_t needed =
@@ -372,7 +392,7 @@ void launch_conv2d_implicit_gemm_tensor_core_backward_weights(DType dtype, const
   float* out = split.slices > 1 ? static_cast<float*>(workspace) : static_cast<float*>(dw);
   const BackwardWeightsProblem<float> pb{g, static_cast<const float*>(x), static_cast<const float*>(dy), out,
                                          split.slices > 1 ? dw_elems : 0, g.Kg, g.Cg * g.RS, g.N * g.PQ};
-  run_problem(pb, static_cast<int>(d.groups), version, split);
+  run_problem(precision, pb, static_cast<int>(d.groups), version, split);
   if (split.slices > 1) launch_sum_slices(dtype, workspace, split.slices, dw_elems, dw);
 }
 

@@ -3,11 +3,13 @@
 // (kernels/conv2d_implicit_gemm_tensor_core.cu): the three passes of the
 // im2col_gemm algorithm as the implicit GEMMs of conv2d_implicit_gemm.cuh,
 // float32 in and out, with the operands rounded to tf32 (cvt.rna, 10 mantissa
-// bits) and multiplied by mma.sync m16n8k8, accumulating in float32.
+// bits; mma.sync m16n8k8) or bf16 (nearest even, 7 bits; m16n8k16),
+// accumulating in float32.
 //
 // A separate family from "conv2d_implicit_gemm" for the reason
 // gemm_tensor_core is separate from gemm: its contract is reduced precision,
-// chosen only when the user allows it (allow_tf32, convkit/backend/precision.h),
+// chosen only when the user allows it (float32_precision high or medium,
+// convkit/backend/precision.h),
 // and float32 only. CONVKIT_KERNEL_CONV2D_IMPLICIT_GEMM=<v> keeps meaning "this
 // strict-precision kernel".
 //
@@ -24,6 +26,7 @@
 #include "convkit/backend/conv_desc.h"
 #include "convkit/core/dtype.h"
 #include "convkit/sim/cuda_compat.h"
+#include "kernels/tensor_core_precision.cuh"
 
 namespace convkit::CK_GPU_NS {
 
@@ -46,12 +49,16 @@ std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const 
 // The split-K slices of backward-weights (1: none), fixed by the descriptor.
 int conv2d_implicit_gemm_tensor_core_weight_slices(DType dtype, const Conv2dDesc& d, int version);
 
-// The passes, as in conv2d_implicit_gemm.cuh; each overwrites its output.
-void launch_conv2d_implicit_gemm_tensor_core_forward(DType dtype, const Conv2dDesc& d, const void* x, const void* w,
-                                                     const void* b, void* y, int version);
-void launch_conv2d_implicit_gemm_tensor_core_backward_data(DType dtype, const Conv2dDesc& d, const void* dy,
-                                                           const void* w, void* dx, void* workspace, int version);
-void launch_conv2d_implicit_gemm_tensor_core_backward_weights(DType dtype, const Conv2dDesc& d, const void* x,
-                                                              const void* dy, void* dw, void* workspace, int version);
+// The passes, as in conv2d_implicit_gemm.cuh, with the operands rounded to
+// `precision`; each overwrites its output.
+void launch_conv2d_implicit_gemm_tensor_core_forward(TensorCorePrecision precision, DType dtype, const Conv2dDesc& d,
+                                                     const void* x, const void* w, const void* b, void* y,
+                                                     int version);
+void launch_conv2d_implicit_gemm_tensor_core_backward_data(TensorCorePrecision precision, DType dtype,
+                                                           const Conv2dDesc& d, const void* dy, const void* w,
+                                                           void* dx, void* workspace, int version);
+void launch_conv2d_implicit_gemm_tensor_core_backward_weights(TensorCorePrecision precision, DType dtype,
+                                                              const Conv2dDesc& d, const void* x, const void* dy,
+                                                              void* dw, void* workspace, int version);
 
 }  // namespace convkit::CK_GPU_NS

@@ -58,26 +58,9 @@ __device__ __forceinline__ float fetch(const float* p, std::int64_t ld, std::int
 template <TensorCorePrecision P, bool XContig>
 __device__ __forceinline__ std::uint32_t fetch_word(const float* p, std::int64_t ld, std::int64_t x,
                                                     std::int64_t k0, int kw, std::int64_t x_limit, std::int64_t K) {
-  if constexpr (P == TensorCorePrecision::tf32) {
-    return dev::cvt_rna_tf32(fetch<XContig>(p, ld, x, k0 + kw, x_limit, K));
-  } else {
-    return dev::pack_bf16x2(fetch<XContig>(p, ld, x, k0 + 2 * kw, x_limit, K),
-                            fetch<XContig>(p, ld, x, k0 + 2 * kw + 1, x_limit, K));
-  }
+  return dev::word_of<P>([&](std::int64_t k) { return fetch<XContig>(p, ld, x, k, x_limit, K); }, k0, kw);
 }
 
-template <TensorCorePrecision P>
-__device__ __forceinline__ void mma(float* d, const std::uint32_t* a, const std::uint32_t* b) {
-  if constexpr (P == TensorCorePrecision::tf32) {
-    dev::mma_m16n8k8_tf32(d, a, b, d);
-  } else {
-    dev::mma_m16n8k16_bf16(d, a, b, d);
-  }
-}
-
-// Elements of k per mma (and per staged row of 8 words).
-template <TensorCorePrecision P>
-constexpr int kStepK = P == TensorCorePrecision::tf32 ? 8 : 16;
 
 // Lane `lane`'s four accumulators of the 16x8 tile at (m0, n0), into C.
 __device__ __forceinline__ void store_fragment(const TcOperands& p, float* c, std::int64_t m0, std::int64_t n0,
@@ -112,7 +95,7 @@ __global__ void __launch_bounds__(32) gemm_tc_v1_warp_per_tile(TcOperands p) {
     const float* a = p.a + b * p.stride_a;
     const float* bm = p.b + b * p.stride_b;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (std::int64_t k0 = 0; k0 < p.K; k0 += kStepK<P>) {
+    for (std::int64_t k0 = 0; k0 < p.K; k0 += kMmaStepK<P>) {
       // Word (row, kw) of the A tile and (n, kw) of the B tile, as staged by v2:
       // registers a0..a3 are words (g, t), (g+8, t), (g, t+4), (g+8, t+4);
       // b0, b1 are (g, t), (g, t+4) (convkit/sim/mma.h).
@@ -122,7 +105,7 @@ __global__ void __launch_bounds__(32) gemm_tc_v1_warp_per_tile(TcOperands p) {
         af[r] = fetch_word<P, TA>(a, p.lda, m0 + group + (r & 1) * 8, k0, tig + (r >> 1) * 4, p.M, p.K);
       CK_UNROLL
       for (int r = 0; r < 2; ++r) bf[r] = fetch_word<P, !TB>(bm, p.ldb, n0 + group, k0, tig + r * 4, p.N, p.K);
-      mma<P>(acc, af, bf);
+      dev::mma<P>(acc, af, bf);
     }
     store_fragment(p, p.c + b * p.stride_c, m0, n0, lane, acc);
   }
@@ -211,7 +194,7 @@ __global__ void __launch_bounds__(v2::kThreads) gemm_tc_v2_warp_tiled(TcOperands
   const int wm = static_cast<int>(warp / 2) * kWarpTile, wn = static_cast<int>(warp % 2) * kWarpTile;
   const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kTile;
   const std::int64_t n0 = (blockIdx.x % p.n_tiles) * kTile;
-  constexpr int K_STEP = kStepK<P>;
+  constexpr int K_STEP = kMmaStepK<P>;
   const std::int64_t k_tiles = (p.K + K_STEP - 1) / K_STEP;
   for (std::int64_t b = blockIdx.y; b < p.batch; b += gridDim.y) {
     const float* a = p.a + b * p.stride_a;
@@ -245,7 +228,7 @@ __global__ void __launch_bounds__(v2::kThreads) gemm_tc_v2_warp_tiled(TcOperands
       CK_UNROLL
       for (int i = 0; i < kMmaM; ++i)
         CK_UNROLL
-        for (int j = 0; j < kMmaN; ++j) mma<P>(acc[i][j], af[i], bf[j]);
+        for (int j = 0; j < kMmaN; ++j) dev::mma<P>(acc[i][j], af[i], bf[j]);
       if (more) {
         a_stage.store(As[1 - cur]);
         b_stage.store(Bs[1 - cur]);

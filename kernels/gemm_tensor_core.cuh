@@ -16,11 +16,10 @@
 #include <string>
 
 #include "kernels/gemm.cuh"
+#include "kernels/tensor_core_precision.cuh"
 
 namespace convkit::CK_GPU_NS {
 
-enum class TensorCorePrecision { tf32, bf16 };
-const char* precision_name(TensorCorePrecision p);
 
 // Registers the family (idempotent).
 void register_gemm_tensor_core_family();

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "convkit/sim/cuda_compat.h"
+#include "kernels/tensor_core_precision.cuh"
 #if defined(CONVKIT_SIM_KERNEL)
 #include "convkit/sim/mma.h"
 #endif
@@ -66,4 +67,36 @@ __device__ __forceinline__ void mma_m16n8k16_bf16(float* d, const std::uint32_t*
 }
 #endif
 
+// One mma of precision P, accumulating into d: m16n8k8 for tf32, m16n8k16 for
+// bf16, on fragments of the same shape in 32-bit words.
+template <TensorCorePrecision P>
+__device__ __forceinline__ void mma(float* d, const std::uint32_t* a, const std::uint32_t* b) {
+  if constexpr (P == TensorCorePrecision::tf32) {
+    mma_m16n8k8_tf32(d, a, b, d);
+  } else {
+    mma_m16n8k16_bf16(d, a, b, d);
+  }
+}
+
+// Word kw of a run of k starting at k0, from element(k) (0 past the end is the
+// caller's): element k0 + kw rounded to tf32, or the pair k0 + 2kw, k0 + 2kw + 1
+// packed as two bf16 (the lower k in the low half).
+template <TensorCorePrecision P, class Element, class Index>
+__device__ __forceinline__ std::uint32_t word_of(Element element, Index k0, int kw) {
+  if constexpr (P == TensorCorePrecision::tf32) {
+    return cvt_rna_tf32(element(k0 + kw));
+  } else {
+    return pack_bf16x2(element(k0 + 2 * kw), element(k0 + 2 * kw + 1));
+  }
+}
+
 }  // namespace convkit::CK_GPU_NS::dev
+
+namespace convkit::CK_GPU_NS {
+// Elements of k per mma (and per 8 fragment words).
+template <TensorCorePrecision P>
+inline constexpr int kMmaStepK = P == TensorCorePrecision::tf32 ? 8 : 16;
+// Elements of k per 32-bit word.
+template <TensorCorePrecision P>
+inline constexpr int kElementsPerWord = P == TensorCorePrecision::tf32 ? 1 : 2;
+}  // namespace convkit::CK_GPU_NS

@@ -33,10 +33,11 @@
 // descriptor the implicit kernels cannot index (a tensor of 2^31 elements or
 // more) runs the explicit path whatever the version.
 //
-// With allow_tf32 (convkit/backend/precision.h), float32 passes run on the
-// tensor cores instead (kernels/conv2d_implicit_gemm_tensor_core.cuh),
-// whatever conv2d_implicit_gemm's version; float64 always runs strict. The
-// setting is read once per pass. workspace_bytes cannot know what it will be
+// Below the highest float32 precision (convkit/backend/precision.h), float32
+// passes run on the tensor cores instead
+// (kernels/conv2d_implicit_gemm_tensor_core.cuh), in tf32 at high and bf16
+// at medium, whatever conv2d_implicit_gemm's version; float64 always runs
+// strict. The setting is read once per pass. workspace_bytes cannot know what it will be
 // when the pass runs, so for float32 it is the larger of the two paths'
 // needs: a pure function of the descriptor, enough for either. With the
 // default versions the two are equal (the tensor-core kernel cuts the same
@@ -133,7 +134,14 @@ int tensor_core_version(const Conv2dDesc& d, DType dtype) {
 }
 
 // The tensor-core version this pass runs, or 0 for strict float32 (or float64).
-int tf32_version(const Conv2dDesc& d, DType dtype) { return allow_tf32() ? tensor_core_version(d, dtype) : 0; }
+int reduced_precision_version(const Conv2dDesc& d, DType dtype) {
+  return allow_tf32() ? tensor_core_version(d, dtype) : 0;
+}
+
+// The operands' rounding below the highest precision.
+TensorCorePrecision tensor_core_precision() {
+  return float32_precision() == Float32Precision::medium ? TensorCorePrecision::bf16 : TensorCorePrecision::tf32;
+}
 
 // What every pass checks before touching memory.
 void check_call(const Conv2dDesc& d, ConvPass pass, DType dtype, std::initializer_list<const void*> required,
@@ -203,8 +211,8 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
   void forward(const Conv2dDesc& d, DType dtype, const void* x, const void* w, const void* b, void* y,
                void* workspace) const override {
     check_call(d, ConvPass::forward, dtype, {x, w, y}, workspace, workspace_bytes(d, dtype, ConvPass::forward));
-    if (const int v = tf32_version(d, dtype)) {
-      launch_conv2d_implicit_gemm_tensor_core_forward(dtype, d, x, w, b, y, v);
+    if (const int v = reduced_precision_version(d, dtype)) {
+      launch_conv2d_implicit_gemm_tensor_core_forward(tensor_core_precision(), dtype, d, x, w, b, y, v);
       return;
     }
     if (const int v = implicit_version(d, dtype)) {
@@ -234,8 +242,9 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
                      void* workspace) const override {
     check_call(d, ConvPass::backward_data, dtype, {dy, w, dx}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_data));
-    if (const int v = tf32_version(d, dtype)) {
-      launch_conv2d_implicit_gemm_tensor_core_backward_data(dtype, d, dy, w, dx, workspace, v);
+    if (const int v = reduced_precision_version(d, dtype)) {
+      launch_conv2d_implicit_gemm_tensor_core_backward_data(tensor_core_precision(), dtype, d, dy, w, dx, workspace,
+                                                            v);
       return;
     }
     if (const int v = implicit_version(d, dtype)) {
@@ -280,8 +289,9 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
                         void* workspace) const override {
     check_call(d, ConvPass::backward_weights, dtype, {x, dy, dw}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_weights));
-    if (const int v = tf32_version(d, dtype)) {
-      launch_conv2d_implicit_gemm_tensor_core_backward_weights(dtype, d, x, dy, dw, workspace, v);
+    if (const int v = reduced_precision_version(d, dtype)) {
+      launch_conv2d_implicit_gemm_tensor_core_backward_weights(tensor_core_precision(), dtype, d, x, dy, dw,
+                                                               workspace, v);
       if (db != nullptr) launch_bias_grad(dtype, dy, d.N, d.K, d.P() * d.Q(), db);
       return;
     }

@@ -5,10 +5,9 @@
 // (torch.set_float32_matmul_precision):
 //   highest  strict float32, the default;
 //   high     tf32 operands (10 mantissa bits, cvt.rna) on the tensor cores;
-//   medium   bf16 operands (7 mantissa bits, round to nearest even) for
-//            matrix products; the convolutions, which have no bf16 kernel
-//            yet, take tf32, as PyTorch's "medium" falls back to tf32 where
-//            bf16 is not available.
+//   medium   bf16 operands (7 mantissa bits, round to nearest even), for
+//            the matrix products and the im2col_gemm convolutions alike
+//            (PyTorch's "medium" is bf16 where a bf16 kernel exists).
 // Every level accumulates in float32 and keeps float32 tensors: weights,
 // activations and gradients stay float32 (the master copies), only the
 // operands of each product are rounded as they are staged. The error per

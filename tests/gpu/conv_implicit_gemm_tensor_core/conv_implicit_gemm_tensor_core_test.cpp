@@ -83,84 +83,99 @@ const ConvCase& named(const std::string& name) {
 
 const conv::ConvAlgorithm& algo() { return kernels::im2col_gemm_gpu_conv_algorithm(); }
 
-std::vector<double> tf32_tolerances(const cpu::testing::Reference& ref) {
+using kernels::TensorCorePrecision;
+constexpr TensorCorePrecision kTf32 = TensorCorePrecision::tf32, kBf16 = TensorCorePrecision::bf16;
+
+double unit_of(TensorCorePrecision p) {
+  return p == kTf32 ? convkit::testing::kTf32Unit : convkit::testing::kBf16Unit;
+}
+
+std::vector<double> rounded_tolerances(const cpu::testing::Reference& ref, TensorCorePrecision p) {
   std::vector<double> tol(ref.value.size());
   for (std::size_t i = 0; i < tol.size(); ++i)
-    tol[i] = convkit::testing::rounded_operand_bound(ref.magnitude[i], ref.max_terms, convkit::testing::kTf32Unit);
+    tol[i] = convkit::testing::rounded_operand_bound(ref.magnitude[i], ref.max_terms, unit_of(p));
   return tol;
 }
 
-// The passes of the algorithm with allow_tf32 on, in `version`.
-Outputs<float> run_tf32(const Conv2dDesc& d, int version) {
-  const ScopedAllowTf32 on(true);
+// The passes of the algorithm on the tensor cores in `precision` (float32
+// precision high for tf32, medium for bf16), in `version`.
+Outputs<float> run_tc(const Conv2dDesc& d, int version, TensorCorePrecision precision = kTf32) {
+  const ScopedFloat32Precision level(precision == kTf32 ? Float32Precision::high : Float32Precision::medium);
   ScopedKernelVersion select(kFamily, version);
   return run_passes<float>(algo(), d, case_data(d).in);
 }
 
-void expect_within_tf32_bound(const ConvCase& c, const Outputs<float>& out, const std::string& where) {
+void expect_within_bound(const ConvCase& c, const Outputs<float>& out, const std::string& where,
+                         TensorCorePrecision precision = kTf32) {
   using cpu::testing::all_within;
   const CaseData& data = case_data(c.desc);
-  EXPECT_TRUE(all_within(out.y, data.y.value, tf32_tolerances(data.y))) << "forward " << where;
-  EXPECT_TRUE(all_within(out.dx, data.dx.value, tf32_tolerances(data.dx))) << "backward_data " << where;
-  EXPECT_TRUE(all_within(out.dw, data.dw.value, tf32_tolerances(data.dw))) << "backward_weights " << where;
+  const std::string in = where + " " + kernels::precision_name(precision);
+  EXPECT_TRUE(all_within(out.y, data.y.value, rounded_tolerances(data.y, precision))) << "forward " << in;
+  EXPECT_TRUE(all_within(out.dx, data.dx.value, rounded_tolerances(data.dx, precision))) << "backward_data " << in;
+  EXPECT_TRUE(all_within(out.dw, data.dw.value, rounded_tolerances(data.dw, precision))) << "backward_weights " << in;
   EXPECT_TRUE(all_within(out.db, data.db.value, cpu::testing::tolerances<float>(ConvAlgo::direct, data.db)))
-      << "bias " << where;
+      << "bias " << in;
 }
 
-using Param = std::tuple<std::size_t, int>;
+using Param = std::tuple<std::size_t, int, TensorCorePrecision>;
 std::string case_name(const ::testing::TestParamInfo<Param>& info) {
-  return cases()[std::get<0>(info.param)].name + "_v" + std::to_string(std::get<1>(info.param));
+  return cases()[std::get<0>(info.param)].name + "_v" + std::to_string(std::get<1>(info.param)) + "_" +
+         kernels::precision_name(std::get<2>(info.param));
 }
 
 class TensorCoreCase : public ::testing::TestWithParam<Param> {};
 
-TEST_P(TensorCoreCase, EveryPassIsWithinTheTf32BoundOfTheFloat64Reference) {
-  const auto [index, version] = GetParam();
+TEST_P(TensorCoreCase, EveryPassIsWithinTheRoundingBoundOfTheFloat64Reference) {
+  const auto [index, version, precision] = GetParam();
   const ConvCase& c = cases()[index];
   ASSERT_EQ(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, c.desc, version), "");
-  expect_within_tf32_bound(c, run_tf32(c.desc, version), c.name + " v" + std::to_string(version));
+  expect_within_bound(c, run_tc(c.desc, version, precision), c.name + " v" + std::to_string(version), precision);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, TensorCoreCase,
                          ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()),
-                                            ::testing::Values(kWarp, kTiled)),
+                                            ::testing::Values(kWarp, kTiled), ::testing::Values(kTf32, kBf16)),
                          case_name);
 
-// Same rounding, the same mma per k-step of 8 in the same order: under sim
-// the tiled version and its twin agree bit for bit, except where the tiled
-// one splits backward-weights' K (its partials are summed in another order).
+// Same rounding, the same mma per k-step (8 elements in tf32, 16 in bf16) in
+// the same order: under sim the tiled version and its twin agree bit for bit,
+// except where the tiled one splits backward-weights' K (its partials are
+// summed in another order).
 TEST(ConvTensorCore, TiledAgreesWithItsTwin) {
-  for (const ConvCase& c : cases()) {
-    const Outputs<float> twin = run_tf32(c.desc, kWarp), tiled = run_tf32(c.desc, kTiled);
+  for (TensorCorePrecision p : {kTf32, kBf16})
+    for (const ConvCase& c : cases()) {
+      const std::string where = c.name + " " + kernels::precision_name(p);
+      const Outputs<float> twin = run_tc(c.desc, kWarp, p), tiled = run_tc(c.desc, kTiled, p);
 #if !defined(__CUDACC__)
-    EXPECT_EQ(tiled.y, twin.y) << c.name;
-    EXPECT_EQ(tiled.dx, twin.dx) << c.name;
-    if (kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, c.desc, kTiled) == 1) {
-      EXPECT_EQ(tiled.dw, twin.dw) << c.name;
-    }
+      EXPECT_EQ(tiled.y, twin.y) << where;
+      EXPECT_EQ(tiled.dx, twin.dx) << where;
+      if (kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, c.desc, kTiled) == 1) {
+        EXPECT_EQ(tiled.dw, twin.dw) << where;
+      }
 #endif
-    const CaseData& data = case_data(c.desc);
-    EXPECT_TRUE(agree(tiled.y, twin.y, tf32_tolerances(data.y))) << "forward " << c.name;
-    EXPECT_TRUE(agree(tiled.dx, twin.dx, tf32_tolerances(data.dx))) << "bwd-data " << c.name;
-    EXPECT_TRUE(agree(tiled.dw, twin.dw, tf32_tolerances(data.dw))) << "bwd-weights " << c.name;
-  }
+      const CaseData& data = case_data(c.desc);
+      EXPECT_TRUE(agree(tiled.y, twin.y, rounded_tolerances(data.y, p))) << "forward " << where;
+      EXPECT_TRUE(agree(tiled.dx, twin.dx, rounded_tolerances(data.dx, p))) << "bwd-data " << where;
+      EXPECT_TRUE(agree(tiled.dw, twin.dw, rounded_tolerances(data.dw, p))) << "bwd-weights " << where;
+    }
 }
 
 // cifar10-cnn conv4 and resnet18-cifar layer2 (128 -> 128, 3x3 on 16x16),
-// at batch 1 (the float64 reference is the slow part).
-TEST(ConvTensorCoreLayer, RealLayersAreWithinTheTf32Bound) {
+// at batch 1 (the float64 reference is the slow part), in both precisions.
+TEST(ConvTensorCoreLayer, RealLayersAreWithinTheRoundingBound) {
   const std::vector<ConvCase> layers = {{"cifar10_cnn_conv4", make(1, 64, 15, 15, 64, 3, 3, 0)},
                                         {"resnet18_layer2", make(1, 128, 16, 16, 128, 3, 3, 1)}};
-  for (const ConvCase& c : layers) {
-    expect_within_tf32_bound(c, run_tf32(c.desc, kTiled), c.name);
-    // Far inside the worst case: the errors of a real layer are random-signed.
-    const CaseData& data = case_data(c.desc);
-    const Outputs<float> out = run_tf32(c.desc, kTiled);
-    double worst = 0;
-    for (std::size_t i = 0; i < out.y.size(); ++i)
-      worst = std::max(worst, std::abs(out.y[i] - data.y.value[i]) / data.y.magnitude[i]);
-    EXPECT_LT(worst, 2 * convkit::testing::kTf32Unit) << c.name;
-  }
+  for (TensorCorePrecision p : {kTf32, kBf16})
+    for (const ConvCase& c : layers) {
+      const Outputs<float> out = run_tc(c.desc, kTiled, p);
+      expect_within_bound(c, out, c.name, p);
+      // Far inside the worst case: the errors of a real layer are random-signed.
+      const CaseData& data = case_data(c.desc);
+      double worst = 0;
+      for (std::size_t i = 0; i < out.y.size(); ++i)
+        worst = std::max(worst, std::abs(out.y[i] - data.y.value[i]) / data.y.magnitude[i]);
+      EXPECT_LT(worst, 2 * unit_of(p)) << c.name << " " << kernels::precision_name(p);
+    }
 }
 
 // The split of backward-weights is version 3's, fixed by the descriptor: two
@@ -170,11 +185,11 @@ TEST(ConvTensorCore, SplitKBackwardWeightsIsDeterministic) {
   ASSERT_EQ(kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, split.desc, kTiled), 4);
   ASSERT_EQ(kernels::conv2d_implicit_gemm_weight_slices(DType::float32, split.desc, kernels::kImplicitGemmTiledVersion),
             4);
-  const Outputs<float> first = run_tf32(split.desc, kTiled);
-  EXPECT_EQ(run_tf32(split.desc, kTiled).dw, first.dw);
+  const Outputs<float> first = run_tc(split.desc, kTiled);
+  EXPECT_EQ(run_tc(split.desc, kTiled).dw, first.dw);
 #if !defined(__CUDACC__)
   sim::ScopedSchedule schedule(sim::Schedule::parse("random:5"));
-  EXPECT_EQ(run_tf32(split.desc, kTiled).dw, first.dw);
+  EXPECT_EQ(run_tc(split.desc, kTiled).dw, first.dw);
 #endif
 }
 
@@ -183,7 +198,7 @@ TEST(ConvTensorCore, TiledVersionIsRightUnderOtherThreadOrders) {
   for (const char* order : {"reverse", "random:11"}) {
     sim::ScopedSchedule schedule(sim::Schedule::parse(order));
     for (const char* name : {"tiles_70x19_odd", "groups2_stride2_dilation2", "split_k_2", "stride_dilation_groups"})
-      expect_within_tf32_bound(named(name), run_tf32(named(name).desc, kTiled), std::string(name) + " " + order);
+      expect_within_bound(named(name), run_tc(named(name).desc, kTiled), std::string(name) + " " + order);
   }
 }
 #endif
@@ -221,7 +236,7 @@ TEST(ConvTensorCore, OffIsBitForBitTheStrictKernelsAndFloat64IsAlwaysStrict) {
     EXPECT_EQ(off.dx, dx.to_vector<float>()) << name;
     EXPECT_EQ(off.dw, dw.to_vector<float>()) << name;
     // The tensor-core path rounds: on differs from off somewhere.
-    const Outputs<float> on = run_tf32(d, kTiled);
+    const Outputs<float> on = run_tc(d, kTiled);
     EXPECT_NE(on.y, off.y) << name;
     EXPECT_NE(on.dw, off.dw) << name;
     Outputs<double> strict64, on64;
@@ -239,10 +254,11 @@ TEST(ConvTensorCore, OffIsBitForBitTheStrictKernelsAndFloat64IsAlwaysStrict) {
   }
 }
 
-// x = 1 + 2^-20 has no tf32 form; times w = 3 the result shows which path ran.
-float rounding_probe() {
+// x = 1 + 2^-20 has no tf32 form (1 + 2^-10 has one, but no bf16 form); times
+// w = 3 the result shows which path ran.
+float rounding_probe(double x_value = 1.0 + 0x1p-20) {
   const Conv2dDesc d = make(1, 1, 1, 1, 1, 1, 1, 0);
-  const Tensor x = device_tensor<float>({1.0 + 0x1p-20}), w = device_tensor<float>({3.0});
+  const Tensor x = device_tensor<float>({x_value}), w = device_tensor<float>({3.0});
   const Tensor y = garbage<float>(1);
   algo().forward(d, DType::float32, x.raw_data(), w.raw_data(), nullptr, y.raw_data(), nullptr);
   return y.to_vector<float>()[0];
@@ -253,8 +269,13 @@ TEST(ConvTensorCore, OperandsAreRoundedOnlyWhenAllowed) {
     const ScopedAllowTf32 strict(false);
     EXPECT_EQ(rounding_probe(), 3.0f * (1.0f + 0x1p-20f));
   }
-  const ScopedAllowTf32 on(true);
-  EXPECT_EQ(rounding_probe(), 3.0f);
+  {
+    const ScopedAllowTf32 on(true);
+    EXPECT_EQ(rounding_probe(), 3.0f);
+    EXPECT_EQ(rounding_probe(1.0 + 0x1p-10), 3.0f * (1.0f + 0x1p-10f)) << "tf32 keeps 10 mantissa bits";
+  }
+  const ScopedFloat32Precision medium(Float32Precision::medium);
+  EXPECT_EQ(rounding_probe(1.0 + 0x1p-10), 3.0f) << "bf16 keeps 7";
 }
 
 // Run by the ctest entry <suite>.env with CONVKIT_ALLOW_TF32=1 (and skipped
@@ -298,7 +319,7 @@ TEST(ConvTensorCore, WorkspaceDoesNotDependOnTheSetting) {
   EXPECT_GT(partials, 0u);
   EXPECT_EQ(algo().workspace_bytes(split.desc, DType::float32, ConvPass::backward_weights), partials);
   EXPECT_EQ(algo().workspace_bytes(split.desc, DType::float64, ConvPass::backward_weights), 0u);
-  expect_within_tf32_bound(split, run_tf32(split.desc, kTiled), "strict v2 selected");
+  expect_within_bound(split, run_tc(split.desc, kTiled), "strict v2 selected");
 }
 
 TEST(ConvTensorCore, BadArgumentsNameTheProblem) {
@@ -311,8 +332,8 @@ TEST(ConvTensorCore, BadArgumentsNameTheProblem) {
   EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, huge, kTiled).find("32 bits"),
             std::string::npos);
   try {
-    kernels::launch_conv2d_implicit_gemm_tensor_core_forward(DType::float32, d, nullptr, nullptr, nullptr, nullptr,
-                                                             kTiled);
+    kernels::launch_conv2d_implicit_gemm_tensor_core_forward(kernels::TensorCorePrecision::tf32, DType::float32, d,
+                                                             nullptr, nullptr, nullptr, nullptr, kTiled);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("null"), std::string::npos) << e.what();
@@ -320,10 +341,10 @@ TEST(ConvTensorCore, BadArgumentsNameTheProblem) {
 }
 
 // A conv net (two convolutions, nothing else with a product) trains on the
-// kernel device with allow_tf32 on: it learns, stays near the strict run, and
-// is not it (the tensor cores ran).
-std::vector<double> train(bool tf32) {
-  const ScopedAllowTf32 setting(tf32);
+// kernel device at float32 precision high (tf32) and medium (bf16): it
+// learns, stays near the strict run, and is not it (the tensor cores ran).
+std::vector<double> train(Float32Precision precision) {
+  const ScopedFloat32Precision setting(precision);
   manual_seed(321);
   auto net = std::make_shared<nn::Sequential>();
   net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(3, 24, 3).padding(1)));
@@ -348,15 +369,20 @@ std::vector<double> train(bool tf32) {
   return losses;
 }
 
-TEST(ConvTensorCoreTraining, AConvNetTrainsWithTf32) {
-  const std::vector<double> strict = train(false), tf32 = train(true);
-  EXPECT_LT(tf32.back(), 0.5 * tf32.front()) << "the network should learn the batch";
-  bool differs = false;
-  for (std::size_t i = 0; i < strict.size(); ++i) {
-    EXPECT_NEAR(tf32[i], strict[i], 1e-2 * std::abs(strict[i]) + 1e-4) << "step " << i;
-    differs = differs || tf32[i] != strict[i];
+TEST(ConvTensorCoreTraining, AConvNetTrainsWithTf32AndBf16) {
+  const std::vector<double> strict = train(Float32Precision::highest);
+  for (Float32Precision p : {Float32Precision::high, Float32Precision::medium}) {
+    const std::vector<double> reduced = train(p);
+    // bf16 (2^-8) drifts further from the strict run than tf32 (2^-11).
+    const double drift = p == Float32Precision::high ? 1e-2 : 5e-2;
+    EXPECT_LT(reduced.back(), 0.5 * reduced.front()) << to_string(p) << ": the network should learn the batch";
+    bool differs = false;
+    for (std::size_t i = 0; i < strict.size(); ++i) {
+      EXPECT_NEAR(reduced[i], strict[i], drift * std::abs(strict[i]) + 1e-4) << to_string(p) << " step " << i;
+      differs = differs || reduced[i] != strict[i];
+    }
+    EXPECT_TRUE(differs) << to_string(p) << " changed nothing: the tensor-core path did not run";
   }
-  EXPECT_TRUE(differs) << "allow_tf32 changed nothing: the tensor-core path did not run";
 }
 
 #if !defined(__CUDACC__)  // the performance model is sim's
