@@ -207,10 +207,18 @@ Runner baseline_runner(const ConvCase& c, std::shared_ptr<const Library> conv) {
 }
 
 // Checks, warms up and times one runner on one case.
-// The unit roundoff of the operands a pass multiplies, for its check: tf32's
-// where allow_tf32 sends float32 products to the tensor cores (a GPU
-// backend), else 0 (strict).
-double operand_unit(const ConvCase& c) { return allow_tf32() && c.device.type != DeviceType::cpu ? 0x1p-11 : 0.0; }
+// The unit roundoff of the operands a pass multiplies, for its check: where
+// the float32 precision sends products to the tensor cores (a GPU backend),
+// tf32's at high and bf16's at medium; else 0 (strict).
+double operand_unit(const ConvCase& c) {
+  if (c.device.type == DeviceType::cpu) return 0.0;
+  switch (float32_precision()) {
+    case Float32Precision::highest: return 0.0;
+    case Float32Precision::high: return 0x1p-11;
+    case Float32Precision::medium: return 0x1p-8;
+  }
+  return 0.0;
+}
 
 void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, const Runner& runner) {
   const Tensor workspace =
@@ -280,7 +288,8 @@ void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, con
     state.counters["kernel_version"] = c.version;
     state.counters["default_version"] = default_version;
     label += " pinned=" + c.family + ".v" + std::to_string(c.version) +
-             " default=v" + std::to_string(default_version) + (allow_tf32() ? " tf32" : "");
+             " default=v" + std::to_string(default_version) + " float32 precision " +
+             to_string(float32_precision());
   }
   if (!runner.detail.empty()) label += " " + runner.detail;
   if (!timing_meaningful(c.device)) label += std::string(" | ") + kSimLabel;
@@ -404,8 +413,8 @@ const std::map<std::string, std::string> kFlags = {
     {"kernel-versions", "comma-separated kernel families, or 'all': time every version of each such family an "
                         "algorithm runs, one row each named <algo>@<family>.v<N> with counters kernel_version and "
                         "default_version, instead of that algorithm's default row (the tensor-core family's rows "
-                        "run with allow_tf32 on, the others' strict; one-version families and the cpu keep the "
-                        "default row)"},
+                        "run on the tensor cores, in tf32, or in bf16 under CONVKIT_FLOAT32_PRECISION=medium; the "
+                        "others strict; one-version families and the cpu keep the default row)"},
 };
 
 }  // namespace

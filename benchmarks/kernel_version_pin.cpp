@@ -63,7 +63,7 @@ int kernel_family_versions(ConvAlgo algo, const std::string& family, Device devi
   // The explicit path's families register under conv2d_implicit_gemm v1, which registers first.
   if (on_explicit_path(algo, family) && kernel_family_versions(algo, "conv2d_implicit_gemm", device) == 0) return 0;
   {
-    const ScopedAllowTf32 precision(KernelVersionPin::tensor_cores(family));
+    const ScopedFloat32Precision precision(KernelVersionPin::precision_for(family));
     if (on_explicit_path(algo, family)) set_kernel_version("conv2d_implicit_gemm", 1);
     try {
       run_tiny_forward(algo, device);
@@ -81,8 +81,13 @@ int kernel_family_default(const std::string& family) {
   return f ? f->default_version : 0;
 }
 
+Float32Precision KernelVersionPin::precision_for(const std::string& family) {
+  if (!tensor_cores(family)) return Float32Precision::highest;
+  return float32_precision() == Float32Precision::medium ? Float32Precision::medium : Float32Precision::high;
+}
+
 KernelVersionPin::KernelVersionPin(ConvAlgo algo, const std::string& family, int version)
-    : precision_(tensor_cores(family)), family_(family), explicit_path_(on_explicit_path(algo, family)) {
+    : precision_(precision_for(family)), family_(family), explicit_path_(on_explicit_path(algo, family)) {
   if (explicit_path_) set_kernel_version("conv2d_implicit_gemm", 1);
   set_kernel_version(family_, version);
 }

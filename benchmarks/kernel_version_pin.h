@@ -27,8 +27,10 @@ int kernel_family_versions(ConvAlgo algo, const std::string& family, Device devi
 int kernel_family_default(const std::string& family);
 
 // While alive: `family` at `version` (0: its default), im2col_gemm's explicit
-// path for the families only that path runs (im2col, gemm), and allow_tf32
-// on for the tensor-core family only, whatever CONVKIT_ALLOW_TF32 says.
+// path for the families only that path runs (im2col, gemm), and the tensor
+// cores on for the tensor-core family only: float32 precision `high` (tf32),
+// or `medium` (bf16) when that is what the process runs at
+// (CONVKIT_FLOAT32_PRECISION=medium); every other family strict.
 class KernelVersionPin {
  public:
   KernelVersionPin(ConvAlgo algo, const std::string& family, int version);
@@ -37,9 +39,11 @@ class KernelVersionPin {
   KernelVersionPin& operator=(const KernelVersionPin&) = delete;
 
   static bool tensor_cores(const std::string& family) { return family == "conv2d_implicit_gemm_tensor_core"; }
+  // The float32 precision `family` runs at under its pin.
+  static Float32Precision precision_for(const std::string& family);
 
  private:
-  ScopedAllowTf32 precision_;
+  ScopedFloat32Precision precision_;
   std::string family_;
   bool explicit_path_;
 };

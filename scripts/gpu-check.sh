@@ -22,9 +22,9 @@
 #   GEMM version, strict and on the tensor cores in tf32 and bf16, against
 #   cuBLAS in the same precision), train.jsonl (convkit and PyTorch, one JSON
 #   line per run) and log.txt (everything the steps printed).
-#   The kernel-version sweep (step 7b) has no file of its own: its two runs
-#   (strict FP32 and TF32) go into bench_conv.json as a second section,
-#   "kernel_versions": {"fp32": ..., "tf32": ...}, each a whole Google
+#   The kernel-version sweep (step 7b) has no file of its own: its three runs
+#   (strict FP32, TF32 and BF16) go into bench_conv.json as a second section,
+#   "kernel_versions": {"fp32": ..., "tf32": ..., "bf16": ...}, each a whole Google
 #   Benchmark document. Merging keeps every result in one JSON that the
 #   summary and a reader already open; an archive would have to be unpacked
 #   before anyone could read it, and would hide bench_conv.json itself.
@@ -47,7 +47,7 @@ done
 [ $# -eq 1 ] || { sed -n '2,30p' "$0" >&2; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 log=$out/log.txt steps=$out/steps.tsv
-: >"$log"; : >"$steps"; rm -f "$out"/{ctest.xml,sanitizer.log,bench_conv.json,bench_gemm.json,train.jsonl,versions-fp32.json,versions-tf32.json}
+: >"$log"; : >"$steps"; rm -f "$out"/{ctest.xml,sanitizer.log,bench_conv.json,bench_gemm.json,train.jsonl,versions-fp32.json,versions-tf32.json,versions-bf16.json}
 jobs=$(nproc)
 [ -n "$build_dir" ] || build_dir=$root/build/gpu-check-$mode
 device=cuda; [ $mode = sim ] && device=sim
@@ -295,15 +295,17 @@ step train train
 # --kernel-versions), strict FP32 against the default version and against
 # cuDNN's best in step 6, then the tensor-core family under
 # CONVKIT_ALLOW_TF32=1 against cuDNN with TF32 allowed (cuDNN follows
-# allow_tf32). gemm's versions are left out: they are timed by bench_gemm,
+# allow_tf32), and under CONVKIT_FLOAT32_PRECISION=medium in bf16 (cuDNN has
+# no bf16 mode on float32 tensors, so its row there is its TF32 again).
+# gemm's versions are left out: they are timed by bench_gemm,
 # and change im2col_gemm only on its explicit path (conv2d_implicit_gemm v1,
 # which is here with gemm's default). Not in --quick.
 # Cost on an H100 (an estimate, not yet measured): both sets are 15 layers x
 # 3 passes; about 470 FP32 rows run (direct 3 and implicit GEMM 4 versions
-# everywhere, FFT 3 and Winograd 2 on the stride-1 3x3 layers) and 135 TF32
-# rows (2 versions and cuDNN). With --benchmark_min_time=0.01 a row costs
-# its setup (operand copies, the float64 check on the host, about 0.1 s)
-# more than its timing, so about 60-90 s in all; the slow teaching versions
+# everywhere, FFT 3 and Winograd 2 on the stride-1 3x3 layers) and 135 rows
+# each in TF32 and BF16 (2 versions and cuDNN). With --benchmark_min_time=0.01
+# a row costs its setup (operand copies, the float64 check on the host, about
+# 0.1 s) more than its timing, so about 75-105 s in all; the slow teaching versions
 # (direct v1, implicit v2, FFT v1) take a few ms to tens of ms per pass on
 # the big layers and at most a few iterations each, so they are kept. Each
 # run is capped (versions_cap_s) so that a runaway cannot eat the lease,
@@ -324,6 +326,8 @@ kernel_versions() {
     --kernel-versions=$version_families --benchmark_out="$out/versions-fp32.json" || rc=1
   CONVKIT_ALLOW_TF32=1 timeout $versions_cap_s "$bin" "${versions_args[@]}" --algos=$tf32_algos \
     --kernel-versions=conv2d_implicit_gemm_tensor_core --benchmark_out="$out/versions-tf32.json" || rc=1
+  CONVKIT_FLOAT32_PRECISION=medium timeout $versions_cap_s "$bin" "${versions_args[@]}" --algos=$tf32_algos \
+    --kernel-versions=conv2d_implicit_gemm_tensor_core --benchmark_out="$out/versions-bf16.json" || rc=1
   # The merge also fails the step where a version's row neither ran nor
   # skipped itself as unsupported (a wrong result, an error) or none ran.
   python3 - "$out" <<'PY' || rc=1
@@ -333,7 +337,7 @@ main_path = os.path.join(out, "bench_conv.json")
 doc = json.load(open(main_path)) if os.path.exists(main_path) else {}
 doc["kernel_versions"] = {}
 problems, ran = [], 0
-for precision in ("fp32", "tf32"):
+for precision in ("fp32", "tf32", "bf16"):
     path = os.path.join(out, f"versions-{precision}.json")
     if not os.path.exists(path):
         problems.append(f"no {precision} run")

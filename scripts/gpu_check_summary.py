@@ -66,13 +66,14 @@ def cudnn_best(doc):
 def versions_summary(data):
     """One table per kernel family and precision: layer x pass x version ms,
     each version's ratio to the family's default and to cuDNN's best (strict
-    FP32 rows against step 6's cuDNN, TF32 rows against the TF32 run's)."""
+    FP32 rows against step 6's cuDNN, TF32 and BF16 rows against their own
+    run's cuDNN, which is TF32 in both: cuDNN has no bf16 mode on float32)."""
     sections = data.get("kernel_versions")
     if sections is None:
         return None
     tables = {}
     for precision, doc in sorted(sections.items()):
-        cudnn = cudnn_best(doc if precision == "tf32" else data)
+        cudnn = cudnn_best(doc if precision in ("tf32", "bf16") else data)
         for parts, b in conv_rows(doc):
             if "@" not in parts[4]:
                 continue
