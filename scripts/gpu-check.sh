@@ -271,7 +271,8 @@ PY
 }
 step gemm gemm
 
-# ---- 7. training throughput: convkit on cuda and cpu, PyTorch on the same GPU
+# ---- 7. training throughput: convkit on cuda (strict and tf32) and cpu,
+# PyTorch on the same GPU (strict and tf32)
 runs="cifar10-cnn:128 cifar10-cnn:512 resnet18-cifar:128" steps_n=50 warmup=10 cpu_steps=3
 [ $quick = 1 ] && runs="cifar10-cnn:128"
 [ $mode = sim ] && runs="fmnist-cnn:2" steps_n=1 warmup=0 cpu_steps=1
@@ -279,8 +280,12 @@ train() {
   local run model batch
   for run in $runs; do
     model=${run%%:*} batch=${run##*:}
-    "$cli" bench train "$model" --device $device --batch "$batch" --steps $steps_n --warmup $warmup \
-      --optimizer sgd --json | tail -n 1 >>"$out/train.jsonl" || return 1
+    # strict float32, then tf32 (float32 precision high): the same precision as
+    # each of PyTorch's two runs below.
+    for precision in highest high; do
+      "$cli" bench train "$model" --device $device --batch "$batch" --steps $steps_n --warmup $warmup \
+        --optimizer sgd --float32-precision $precision --json | tail -n 1 >>"$out/train.jsonl" || return 1
+    done
     "$cli" bench train "$model" --device cpu --batch "$batch" --steps $cpu_steps --warmup 1 \
       --optimizer sgd --json | tail -n 1 >>"$out/train.jsonl" || return 1
   done

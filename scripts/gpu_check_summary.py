@@ -142,7 +142,9 @@ def train_summary(path):
         if r.get("library") == "pytorch":
             rows[key]["pytorch_tf32" if r["tf32"] else "pytorch_fp32"] = r["images_per_sec"]
         else:
-            rows[key]["convkit_" + r["device"].split(":")[0]] = r["images_per_sec"]
+            device = r["device"].split(":")[0]
+            tf32 = device != "cpu" and r.get("float32_precision", "highest") == "high"
+            rows[key]["convkit_" + device + ("_tf32" if tf32 else "")] = r["images_per_sec"]
     out = []
     for (model, batch), cols in sorted(rows.items()):
         gpu = cols.get("convkit_cuda") or cols.get("convkit_sim")
@@ -151,8 +153,8 @@ def train_summary(path):
             row["gpu_over_cpu"] = gpu / cols["convkit_cpu"]
         if cols.get("convkit_cuda") and cols.get("pytorch_fp32"):
             row["convkit_over_pytorch_fp32"] = cols["convkit_cuda"] / cols["pytorch_fp32"]
-        if cols.get("convkit_cuda") and cols.get("pytorch_tf32"):
-            row["convkit_over_pytorch_tf32"] = cols["convkit_cuda"] / cols["pytorch_tf32"]
+        if cols.get("convkit_cuda_tf32") and cols.get("pytorch_tf32"):
+            row["convkit_over_pytorch_tf32"] = cols["convkit_cuda_tf32"] / cols["pytorch_tf32"]
         out.append(row)
     return {"runs": runs, "rows": out}
 
@@ -281,13 +283,14 @@ def markdown(s):
     if tr is None:
         lines.append("no train.jsonl")
     else:
-        lines += ["| model | batch | convkit cpu | convkit gpu | gpu/cpu | PyTorch FP32 | PyTorch TF32 | "
-                  "convkit/PyTorch FP32 | convkit/PyTorch TF32 |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += ["| model | batch | convkit cpu | convkit gpu | gpu/cpu | convkit gpu TF32 | PyTorch FP32 | "
+                  "PyTorch TF32 | convkit/PyTorch FP32 | convkit/PyTorch TF32 |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for r in tr["rows"]:
             gpu = r.get("convkit_cuda") or r.get("convkit_sim")
+            gpu_tf32 = r.get("convkit_cuda_tf32") or r.get("convkit_sim_tf32")
             lines.append(f"| {r['model']} | {r['batch']} | {fmt(r.get('convkit_cpu'))} | {fmt(gpu)} | "
-                         f"{fmt(r.get('gpu_over_cpu'), '{:.2f}x')} | {fmt(r.get('pytorch_fp32'))} | "
+                         f"{fmt(r.get('gpu_over_cpu'), '{:.2f}x')} | {fmt(gpu_tf32)} | {fmt(r.get('pytorch_fp32'))} | "
                          f"{fmt(r.get('pytorch_tf32'))} | {fmt(r.get('convkit_over_pytorch_fp32'), '{:.2f}x')} | "
                          f"{fmt(r.get('convkit_over_pytorch_tf32'), '{:.2f}x')} |")
         if env.get("mode") == "sim":

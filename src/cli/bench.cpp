@@ -53,7 +53,8 @@ std::string json_array(const std::vector<double>& values) {
 int bench_train(const Args& args) {
   const ParsedArgs p(args, "bench train",
                      {{"device", true}, {"batch", true}, {"steps", true}, {"warmup", true},
-                      {"algo", true}, {"optimizer", true}, {"seed", true}, {"json", false},
+                      {"algo", true}, {"float32-precision", true}, {"optimizer", true}, {"seed", true},
+                      {"json", false},
                       {"repeat", true}});
   p.expect_positional(1, 1, "MODEL");
   const std::string model_name = p.positional()[0];
@@ -61,6 +62,7 @@ int bench_train(const Args& args) {
   const Device device = parse_device_arg(p.value_or("device", "cpu"));
   const std::string algo = p.value_or("algo", "automatic");
   apply_algo_arg(algo);
+  const std::string precision = apply_float32_precision_arg(p.value("float32-precision"));
   const std::int64_t batch = p.int_or("batch", 64, 1);
   const std::int64_t steps = p.int_or("steps", 20, 1);
   const std::int64_t warmup = p.int_or("warmup", 2, 0);
@@ -119,6 +121,7 @@ int bench_train(const Args& args) {
         .add("model", model_name)
         .add("device", device.str())
         .add("algo", algo)
+        .add("float32_precision", precision)
         .add("optimizer", optimizer_name)
         .add("batch", batch)
         .add("steps", steps)
@@ -153,6 +156,8 @@ constexpr const char* kBenchUsage =
     "  --steps N         timed steps (20), after --warmup W steps (2)\n"
     "  --repeat N        time the steps N times (1); prints the median images/s with min and max\n"
     "  --algo A          convolution algorithm (default automatic): {algos}\n"
+    "  --float32-precision P  highest (default: strict float32), high (tf32) or medium (bf16)\n"
+    "                    tensor-core products on a GPU backend; the cpu ignores it\n"
     "  --optimizer O     adam (default), adamw, sgd, rmsprop\n"
     "  --json            end with one line of JSON (with host, isa, threads, commit and version)\n"
     "bench allreduce: time per all-reduce of the job's process group (float32 sums), from\n"

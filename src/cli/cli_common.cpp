@@ -8,6 +8,7 @@
 
 #include "convkit/backend/backend.h"
 #include "convkit/backend/conv_desc.h"
+#include "convkit/backend/precision.h"
 #include "convkit/core/error.h"
 #include "convkit/data/cifar.h"
 #include "convkit/data/data_loader.h"
@@ -166,6 +167,16 @@ void apply_algo_arg(const std::string& text) {
     CK_FAIL("--algo: unknown algorithm '", text, "' (expected one of: ", conv_algo_names(true), ")");
   }
   set_default_conv_algo(algo);
+}
+
+std::string apply_float32_precision_arg(const std::optional<std::string>& text) {
+  if (!text) return to_string(float32_precision());
+  try {
+    set_float32_precision(parse_float32_precision(*text));
+  } catch (const Error&) {
+    CK_FAIL("--float32-precision: unknown precision '", *text, "' (expected highest, high or medium)");
+  }
+  return *text;
 }
 
 std::string with_algo_names(std::string_view usage) {

@@ -4,6 +4,7 @@
 // trained with, and a one-line JSON writer for --json.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -50,6 +51,10 @@ data::Augmentation default_augmentation(DataSpec::Kind kind);
 Device parse_device_arg(const std::string& text);
 // Parses --algo and makes it the default for every convolution.
 void apply_algo_arg(const std::string& text);
+// Sets --float32-precision (highest, high or medium; convkit/backend/precision.h)
+// when given, and returns the precision the run takes (the environment's
+// when not given).
+std::string apply_float32_precision_arg(const std::optional<std::string>& text);
 // A usage text with its "{algos}" replaced by the valid --algo names
 // (convkit/conv/algorithms.h), automatic first.
 std::string with_algo_names(std::string_view usage);

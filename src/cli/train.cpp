@@ -88,6 +88,8 @@ constexpr const char* kTrainUsage =
     "  --data SPEC       fashion-mnist[:DIR] (default), cifar10:DIR, folder:DIR\n"
     "  --device D        cpu (default), sim, cuda, cuda:N\n"
     "  --algo A          convolution algorithm (default automatic): {algos}\n"
+    "  --float32-precision P  highest (default: strict float32), high (tf32) or medium (bf16)\n"
+    "                    tensor-core products on a GPU backend; the cpu ignores it\n"
     "  --batch B         batch size (64)\n"
     "  --epochs E        epochs (5)\n"
     "  --lr LR           learning rate (0.001; sgd 0.01)\n"
@@ -145,7 +147,7 @@ int train_on(const Args& args, const std::shared_ptr<dist::ProcessGroup>& group)
   const int ranks = group ? group->size() : 1;
   const auto started = std::chrono::steady_clock::now();
   const ParsedArgs p(args, "train",
-                     {{"data", true}, {"device", true}, {"algo", true}, {"batch", true},
+                     {{"data", true}, {"device", true}, {"algo", true}, {"float32-precision", true}, {"batch", true},
                       {"epochs", true}, {"lr", true}, {"optimizer", true}, {"schedule", true},
                       {"augment", false}, {"workers", true}, {"seed", true}, {"out", true},
                       {"profile", false}, {"json", false}, {"no-validation", false},
@@ -172,6 +174,7 @@ int train_on(const Args& args, const std::shared_ptr<dist::ProcessGroup>& group)
   const Device device = placed.device;
   const std::string algo = p.value_or("algo", "automatic");
   apply_algo_arg(algo);
+  const std::string precision = apply_float32_precision_arg(p.value("float32-precision"));
   const std::int64_t batch = p.int_or("batch", 64, 1);
   const std::int64_t epochs = p.int_or("epochs", 5, 1);
   const std::string optimizer_name = p.value_or("optimizer", "adam");
@@ -361,6 +364,7 @@ int train_on(const Args& args, const std::shared_ptr<dist::ProcessGroup>& group)
         .add("data", spec.text)
         .add("device", device.str())
         .add("algo", algo)
+        .add("float32_precision", precision)
         .add("optimizer", optimizer_name)
         .add("lr", lr)
         .add("schedule", schedule)

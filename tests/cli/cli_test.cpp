@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -83,6 +84,25 @@ TEST(Cli, BadArgumentsAreOneLineErrors) {
   expect_one_line_error("bench", "missing what to benchmark");
   expect_one_line_error("bench infer fmnist-cnn", "unknown benchmark 'infer'");
   expect_one_line_error("bench train fmnist-cnn --steps 0", "--steps must be >= 1");
+  expect_one_line_error("bench train fmnist-cnn --float32-precision mediun",
+                        "--float32-precision: unknown precision 'mediun' (expected highest, high or medium)");
+  expect_one_line_error("train fmnist-cnn --float32-precision low", "--float32-precision: unknown precision 'low'");
+}
+
+// --float32-precision reaches the run and its JSON record; the default is
+// the environment's (highest when unset).
+TEST(Cli, BenchTrainRecordsItsFloat32Precision) {
+  for (const char* precision : {"high", "medium"}) {
+    const CommandResult r = convkit(std::string("bench train fmnist-cnn --device sim --batch 2 --steps 1 --warmup 0 "
+                                                "--float32-precision ") + precision + " --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(string_of(json::parse(r.last_line(), "bench output"), "float32_precision"), precision);
+  }
+  if (std::getenv("CONVKIT_FLOAT32_PRECISION") == nullptr && std::getenv("CONVKIT_ALLOW_TF32") == nullptr) {
+    const CommandResult r = convkit("bench train fmnist-cnn --batch 2 --steps 1 --warmup 0 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(string_of(json::parse(r.last_line(), "bench output"), "float32_precision"), "highest");
+  }
 }
 
 TEST(Cli, CorruptCheckpointIsAnError) {
