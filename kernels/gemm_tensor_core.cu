@@ -61,7 +61,6 @@ __device__ __forceinline__ std::uint32_t fetch_word(const float* p, std::int64_t
   return dev::word_of<P>([&](std::int64_t k) { return fetch<XContig>(p, ld, x, k, x_limit, K); }, k0, kw);
 }
 
-
 // Lane `lane`'s four accumulators of the 16x8 tile at (m0, n0), into C.
 __device__ __forceinline__ void store_fragment(const TcOperands& p, float* c, std::int64_t m0, std::int64_t n0,
                                                unsigned lane, const float* acc) {

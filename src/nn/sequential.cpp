@@ -42,7 +42,8 @@ Sequential::StepKind Sequential::step_at(std::size_t i, std::size_t end) const {
   auto is_at = [&]<typename M>(std::size_t k) {
     return k < end && dynamic_cast<const M*>(children[k].second.get()) != nullptr;
   };
-  if (is_at.template operator()<ReLU>(i) && is_at.template operator()<MaxPool2d>(i + 1)) return StepKind::pool_then_relu;
+  if (is_at.template operator()<ReLU>(i) && is_at.template operator()<MaxPool2d>(i + 1))
+    return StepKind::pool_then_relu;
   if (is_at.template operator()<BatchNormBase>(i) && is_at.template operator()<ReLU>(i + 1) &&
       !is_at.template operator()<MaxPool2d>(i + 2))
     return StepKind::batch_norm_relu;
