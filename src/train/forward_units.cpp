@@ -27,10 +27,13 @@ void collect_units(const std::string& prefix, nn::Module& module, Split split, s
     return;
   }
   for (const auto& [begin, end] : seq.steps()) {
-    if (end - begin == 1) {
-      collect_units(joined(prefix, children[begin].first), *children[begin].second, split, out);
+    nn::Module& first = *children[begin].second;
+    if (end - begin == 1 && typeid(first) == typeid(nn::Sequential)) {
+      collect_units(joined(prefix, children[begin].first), first, split, out);
       continue;
     }
+    // Run through the Sequential even when alone, so that a lone ReLU
+    // rectifies in place as the forward has it do.
     ForwardUnit unit{"", "", &seq, begin, end, nullptr};
     for (std::size_t i = begin; i < end; ++i) {
       if (i > begin) {

@@ -9,8 +9,10 @@
 // Split::per_layer gives one unit per child. Split::as_run groups the
 // children a Sequential runs as one step (Sequential::steps: a BatchNorm and
 // its ReLU, a ReLU and the MaxPool2d after it) into one unit named "1+2"
-// of type "BatchNorm2d+ReLU", run with those fusions: what a profiler must
-// time, since the fused code is not the layers' own.
+// of type "BatchNorm2d+ReLU", run with those fusions (every step runs through
+// Sequential::forward_range, so a lone ReLU rectifies in place as in the
+// forward): what a profiler must time, since the fused code is not the
+// layers' own.
 #include <cstddef>
 #include <string>
 #include <vector>
