@@ -211,13 +211,7 @@ Runner baseline_runner(const ConvCase& c, std::shared_ptr<const Library> conv) {
 // the float32 precision sends products to the tensor cores (a GPU backend),
 // tf32's at high and bf16's at medium; else 0 (strict).
 double operand_unit(const ConvCase& c) {
-  if (c.device.type == DeviceType::cpu) return 0.0;
-  switch (float32_precision()) {
-    case Float32Precision::highest: return 0.0;
-    case Float32Precision::high: return 0x1p-11;
-    case Float32Precision::medium: return 0x1p-8;
-  }
-  return 0.0;
+  return c.device.type == DeviceType::cpu ? 0.0 : operand_unit_roundoff(float32_precision());
 }
 
 void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, const Runner& runner) {

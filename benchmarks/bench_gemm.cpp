@@ -61,7 +61,7 @@ void BM_CpuMatmul(benchmark::State& state) {
 // 2^-11, bf16 2^-8, none at highest), each product off by 2u + u^2, the
 // float32 sum by (n + 2) 2^-24 (the terms are positive, so relative to the sum).
 double error_bound(Float32Precision precision, std::int64_t n) {
-  const double u = precision == Float32Precision::medium ? 0x1p-8 : precision == Float32Precision::high ? 0x1p-11 : 0;
+  const double u = operand_unit_roundoff(precision);
   return 2 * u + u * u + static_cast<double>(n + 2) * 0x1p-24;
 }
 
@@ -131,6 +131,11 @@ struct VersionRow {
   const char* label;
 };
 
+// A level's name in the rows: fp32, tf32, bf16.
+std::string level_name(Float32Precision p) {
+  return p == Float32Precision::highest ? "fp32" : p == Float32Precision::high ? "tf32" : "bf16";
+}
+
 const VersionRow kGpuVersions[] = {
     {1, "v1_naive", "v1 naive, kernel intensity 0.25 flop/B"},
     {2, "v2_shared", "v2 16x16 shared tiles, kernel intensity 4 flop/B"},
@@ -180,9 +185,8 @@ int main(int argc, char** argv) {
       })->Apply(sizes);
     }
     for (Float32Precision p : {Float32Precision::high, Float32Precision::medium}) {
-      const std::string level = p == Float32Precision::high ? "tf32" : "bf16";
       for (const auto& v : kTensorCoreVersions) {
-        benchmark::RegisterBenchmark(("BM_GpuGemmTensorCore/" + level + "/" + v.name).c_str(),
+        benchmark::RegisterBenchmark(("BM_GpuGemmTensorCore/" + level_name(p) + "/" + v.name).c_str(),
                                      [v, cuda, p](benchmark::State& s) {
                                        run_gpu_gemm(s, cuda, "gemm_tensor_core", v.version, p, v.label);
                                      })
@@ -190,8 +194,7 @@ int main(int argc, char** argv) {
       }
     }
     for (Float32Precision p : {Float32Precision::highest, Float32Precision::high, Float32Precision::medium}) {
-      const std::string level = p == Float32Precision::highest ? "fp32" : p == Float32Precision::high ? "tf32" : "bf16";
-      benchmark::RegisterBenchmark(("BM_Cublas/" + level).c_str(),
+      benchmark::RegisterBenchmark(("BM_Cublas/" + level_name(p)).c_str(),
                                    [cuda, p](benchmark::State& s) { run_cublas(s, cuda, p); })
           ->Apply(sizes);
     }

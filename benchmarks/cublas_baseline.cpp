@@ -35,8 +35,6 @@ cublasComputeType_t compute_type(Float32Precision p) {
 
 }  // namespace
 
-bool cublas_available() { return true; }
-
 void cublas_gemm(Float32Precision precision, const float* a, const float* b, float* c, std::int64_t n) {
   // Row-major C = A B is column-major C^T = B^T A^T: B first, then A.
   const int m = static_cast<int>(n);
@@ -51,8 +49,6 @@ void cublas_gemm(Float32Precision precision, const float* a, const float* b, flo
 }
 
 #else
-
-bool cublas_available() { return false; }
 
 void cublas_gemm(Float32Precision, const float*, const float*, float*, std::int64_t) {
   CK_FAIL("cuBLAS baseline: this build has no cuda backend");

@@ -7,14 +7,14 @@
 // at medium (operands rounded to bf16 inside cuBLAS, accumulation in
 // float32). Same storage, same rounding contract as gemm_tensor_core, so the
 // two are timed on equal terms. Built only with the cuda backend
-// (CONVKIT_BENCH_CUBLAS); available() says so.
+// (CONVKIT_BENCH_CUBLAS); bench_gemm registers its rows only where a cuda
+// device is usable.
 #include <cstdint>
 
 #include "convkit/backend/precision.h"
 
 namespace convkit::bench {
 
-bool cublas_available();
 // c = a * b, row-major n x n device buffers; waits for the GPU before it
 // returns, so a loop of calls times the products.
 void cublas_gemm(Float32Precision precision, const float* a, const float* b, float* c, std::int64_t n);

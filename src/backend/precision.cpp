@@ -65,6 +65,15 @@ Float32Precision parse_float32_precision(const std::string& name) {
   CK_FAIL("float32 precision '", name, "' is not one of highest, high, medium");
 }
 
+double operand_unit_roundoff(Float32Precision precision) {
+  switch (precision) {
+    case Float32Precision::highest: return 0.0;
+    case Float32Precision::high: return 0x1p-11;
+    case Float32Precision::medium: return 0x1p-8;
+  }
+  return 0.0;
+}
+
 bool allow_tf32() { return float32_precision() != Float32Precision::highest; }
 void set_allow_tf32(bool allowed) {
   set_float32_precision(allowed ? Float32Precision::high : Float32Precision::highest);

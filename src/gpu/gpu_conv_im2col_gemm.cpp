@@ -138,10 +138,6 @@ int reduced_precision_version(const Conv2dDesc& d, DType dtype) {
   return allow_tf32() ? tensor_core_version(d, dtype) : 0;
 }
 
-// The operands' rounding below the highest precision.
-TensorCorePrecision tensor_core_precision() {
-  return float32_precision() == Float32Precision::medium ? TensorCorePrecision::bf16 : TensorCorePrecision::tf32;
-}
 
 // What every pass checks before touching memory.
 void check_call(const Conv2dDesc& d, ConvPass pass, DType dtype, std::initializer_list<const void*> required,
@@ -212,7 +208,7 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
                void* workspace) const override {
     check_call(d, ConvPass::forward, dtype, {x, w, y}, workspace, workspace_bytes(d, dtype, ConvPass::forward));
     if (const int v = reduced_precision_version(d, dtype)) {
-      launch_conv2d_implicit_gemm_tensor_core_forward(tensor_core_precision(), dtype, d, x, w, b, y, v);
+      launch_conv2d_implicit_gemm_tensor_core_forward(tensor_core_precision(float32_precision()), dtype, d, x, w, b, y, v);
       return;
     }
     if (const int v = implicit_version(d, dtype)) {
@@ -243,7 +239,7 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
     check_call(d, ConvPass::backward_data, dtype, {dy, w, dx}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_data));
     if (const int v = reduced_precision_version(d, dtype)) {
-      launch_conv2d_implicit_gemm_tensor_core_backward_data(tensor_core_precision(), dtype, d, dy, w, dx, workspace,
+      launch_conv2d_implicit_gemm_tensor_core_backward_data(tensor_core_precision(float32_precision()), dtype, d, dy, w, dx, workspace,
                                                             v);
       return;
     }
@@ -290,7 +286,7 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
     check_call(d, ConvPass::backward_weights, dtype, {x, dy, dw}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_weights));
     if (const int v = reduced_precision_version(d, dtype)) {
-      launch_conv2d_implicit_gemm_tensor_core_backward_weights(tensor_core_precision(), dtype, d, x, dy, dw,
+      launch_conv2d_implicit_gemm_tensor_core_backward_weights(tensor_core_precision(float32_precision()), dtype, d, x, dy, dw,
                                                                workspace, v);
       if (db != nullptr) launch_bias_grad(dtype, dy, d.N, d.K, d.P() * d.Q(), db);
       return;

@@ -80,8 +80,7 @@ void GpuBackend::matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& ou
   if (out.dtype() != DType::float32 || precision == Float32Precision::highest) {
     launch_gemm(out.dtype(), g);
   } else {
-    launch_gemm_tensor_core(
-        precision == Float32Precision::medium ? TensorCorePrecision::bf16 : TensorCorePrecision::tf32, out.dtype(), g);
+    launch_gemm_tensor_core(tensor_core_precision(precision), out.dtype(), g);
   }
 }
 

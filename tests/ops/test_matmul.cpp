@@ -141,6 +141,9 @@ TEST(Float32Precision, NamesRoundTripAndABadNameIsAnError) {
   for (Float32Precision p : {Float32Precision::highest, Float32Precision::high, Float32Precision::medium})
     EXPECT_EQ(parse_float32_precision(to_string(p)), p);
   EXPECT_TRUE(testing::throws_with([] { (void)parse_float32_precision("low"); }, {"'low'", "highest, high, medium"}));
+  EXPECT_EQ(operand_unit_roundoff(Float32Precision::highest), 0.0);
+  EXPECT_EQ(operand_unit_roundoff(Float32Precision::high), testing::kTf32Unit);
+  EXPECT_EQ(operand_unit_roundoff(Float32Precision::medium), testing::kBf16Unit);
   const ScopedFloat32Precision outer(Float32Precision::medium);
   set_allow_tf32(false);
   EXPECT_EQ(float32_precision(), Float32Precision::highest);

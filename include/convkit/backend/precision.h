@@ -39,6 +39,10 @@ void set_float32_precision(Float32Precision precision);
 // "highest", "high" or "medium"; parse_float32_precision names a bad value.
 std::string to_string(Float32Precision precision);
 Float32Precision parse_float32_precision(const std::string& name);
+// The unit roundoff u of a product's operands at `precision` on the tensor
+// cores: 0 at highest (exact operands), 2^-11 at high, 2^-8 at medium. A
+// product of two rounded operands is off by at most 2u + u^2 relative.
+double operand_unit_roundoff(Float32Precision precision);
 
 bool allow_tf32();
 void set_allow_tf32(bool allowed);
