@@ -5,13 +5,24 @@
 # families, strict and TF32), and time training against PyTorch on the same GPU.
 #
 #   scripts/gpu-deps.sh                     # first, on the CPU machine: the .debs
-#   scripts/gpu-check.sh [--quick] OUT_DIR  # on the GPU machine
+#   scripts/gpu-prebuild.sh                 # then, optionally: the binaries, built here
+#   scripts/gpu-check.sh [--quick] [--prebuilt] OUT_DIR  # on the GPU machine
 #   scripts/gpu-check.sh --sim [--build-dir DIR] OUT_DIR   # anywhere (CI)
 #
 # --quick  a second try within the same lease: reuses the build, runs only the
 #          tests with cuda in their names (the cuda instances and the nvcc
 #          builds of the kernel suites) and the registry test, the first layer
 #          set, and one training size.
+# --prebuilt  runs the binaries of .gpu-deps/prebuilt.tar.gz (gpu-prebuild.sh)
+#          instead of building, when they were built from these sources and
+#          load here (else it builds, saying why). Their tests are not in CTest
+#          (its lists were made where no GPU was): each test binary runs its
+#          cuda tests itself, every binary at once, and their reports are
+#          merged into ctest.xml.
+# --steps A,B  runs only the named steps (configure, build and devices always
+#          run; the others: tests, nccl, sanitizer, bench_conv, gemm, train,
+#          kernel_versions), so that a lease's second call measures what its
+#          first did not.
 # --sim    the same pipeline on the sim backend with tiny sizes, without
 #          PyTorch, cuDNN or compute-sanitizer, so that it cannot rot: CI runs it.
 #
@@ -34,11 +45,13 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
 
-mode=gpu quick=0 build_dir=
+mode=gpu quick=0 prebuilt=0 only= build_dir=
 while [ $# -gt 1 ]; do
   case $1 in
     --sim) mode=sim ;;
     --quick) quick=1 ;;
+    --prebuilt) prebuilt=1 ;;
+    --steps) only=,$2,; shift ;;
     --build-dir) build_dir=$2; shift ;;
     *) echo "gpu-check: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -46,6 +59,11 @@ while [ $# -gt 1 ]; do
 done
 [ $# -eq 1 ] || { sed -n '2,30p' "$0" >&2; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
+# Caps in seconds, so that a runaway cannot eat the lease: a test binary, the
+# sanitizer step, bench_conv, bench_gemm, each training run, each kernel-version
+# run. --quick, the first look of a lease, has smaller ones.
+test_cap_s=600 sanitizer_budget_s=300 bench_cap_s=300 gemm_cap_s=150 train_cap_s=300 versions_cap_s=150
+[ $quick = 1 ] && test_cap_s=150 sanitizer_budget_s=60 bench_cap_s=90 gemm_cap_s=45 train_cap_s=90
 log=$out/log.txt steps=$out/steps.tsv
 : >"$log"; : >"$steps"; rm -f "$out"/{ctest.xml,sanitizer.log,bench_conv.json,bench_gemm.json,train.jsonl,versions-fp32.json,versions-tf32.json,versions-bf16.json}
 jobs=$(nproc)
@@ -56,6 +74,9 @@ device=cuda; [ $mode = sim ] && device=sim
 failed=0
 step() {
   local name=$1; shift
+  if [ -n "$only" ] && [[ ,configure,build,devices,$only != *,$name,* ]]; then
+    echo "=== $name: not asked for (--steps)" | tee -a "$log"; return 0
+  fi
   local t0=$SECONDS
   echo "=== $name: $*" | tee -a "$log"
   "$@" >>"$log" 2>&1
@@ -72,6 +93,7 @@ env_info() {
   echo "dirty	$(git -C "$root" status --porcelain 2>/dev/null | grep -vc '^??' || true)"
   echo "mode	$mode"
   echo "quick	$quick"
+  echo "prebuilt	$prebuilt"
   echo "host_cpu	$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
   echo "host_cores	$jobs"
   echo "nvcc	$(nvcc --version 2>/dev/null | tail -n 1)"
@@ -113,15 +135,52 @@ if [ $mode = gpu ]; then
   fi
 fi
 
-# ---- 3. build for this GPU only (sim: reuse a build when one is given)
-if [ $mode = gpu ] || [ ! -f "$build_dir/CMakeCache.txt" ]; then
+# ---- 3. build for this GPU only (sim: reuse a build when one is given), or
+# take the binaries built before the lease. The prebuilt ones link the CUDA
+# libraries, cuDNN and the .debs' libraries by name: the loader finds them in
+# the CUDA toolkit, PyTorch's NVIDIA packages and the private prefix.
+use_prebuilt() {
+  local archive=$root/.gpu-deps/prebuilt.tar.gz dir
+  [ -f "$archive" ] || { echo "no $archive: run scripts/gpu-prebuild.sh first"; return 1; }
+  tar -xzf "$archive" -C "$root" || return 1
+  dir=$(tar -tzf "$archive" | grep -m1 '/source-hash$') && dir=$root/${dir%/source-hash}
+  if [ "$(cat "$dir/source-hash")" != "$("$root/scripts/source-hash.sh")" ]; then
+    echo "the prebuilt binaries were built from other sources than these"; return 1
+  fi
+  local paths=("$dir/lib")
+  [ -n "${prefix:-}" ] && paths+=("$prefix/usr/lib/x86_64-linux-gnu" "$prefix/lib/x86_64-linux-gnu")
+  paths+=($(python3 -c 'import glob, nvidia, os
+for p in nvidia.__path__: print("\n".join(sorted(glob.glob(os.path.join(p, "*", "lib")))))' 2>/dev/null))
+  paths+=(/usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib)
+  local ld
+  ld=$(IFS=:; echo "${paths[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  echo "LD_LIBRARY_PATH=$ld"
+  LD_LIBRARY_PATH=$ld "$dir/bin/convkit" devices || return 1
+  LD_LIBRARY_PATH=$ld "$dir/bin/convkit" devices | grep -q '^cuda  *usable' ||
+    { echo "the prebuilt CLI lists no cuda device"; return 1; }
+  export LD_LIBRARY_PATH=$ld
+  build_dir=$dir
+}
+# Not a step: a prebuilt set that cannot be used is no failure, the build is its fallback.
+if [ $prebuilt = 1 ] && [ $mode = gpu ]; then
+  echo "=== prebuilt: .gpu-deps/prebuilt.tar.gz" | tee -a "$log"
+  if use_prebuilt >>"$log" 2>&1; then
+    echo "=== prebuilt: using $build_dir" | tee -a "$log"
+  else
+    echo "=== prebuilt: not usable (log.txt says why): building here" | tee -a "$log"
+    prebuilt=0
+  fi
+fi
+if [ $prebuilt = 1 ]; then
+  :
+elif [ $mode = gpu ] || [ ! -f "$build_dir/CMakeCache.txt" ]; then
   [ $mode = sim ] && cmake_args+=(-DCONVKIT_CUDA=OFF)
   step configure cmake -S "$root" -B "$build_dir" "${cmake_args[@]}"
 fi
 # A GPU build is whole (a --quick rerun finds it built); sim builds what its steps use.
 targets=(all)
 [ $mode = sim ] && targets=(convkit_cli bench_conv bench_gemm test_backend test_gpu_gemm test_ddp test_nccl_group)
-step build cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
+[ $prebuilt = 1 ] || step build cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
 cli=$build_dir/bin/convkit
 step devices "$cli" devices
 
@@ -136,8 +195,51 @@ else
 fi
 run_tests() {
   local require=0; [ $mode = gpu ] && require=1
-  CONVKIT_TEST_REQUIRE_CUDA=$require ctest --test-dir "$build_dir" -j "$jobs" --timeout 600 \
+  if [ $prebuilt = 1 ]; then run_test_binaries; return; fi
+  CONVKIT_TEST_REQUIRE_CUDA=$require ctest --test-dir "$build_dir" -j "$jobs" --timeout $test_cap_s \
     --output-on-failure --output-junit "$out/ctest.xml" "${tests[@]}"
+}
+# The prebuilt binaries' tests, without CTest: each binary runs its cuda tests
+# (a *_cuda binary all of its own), all binaries at once, each report kept;
+# then one JUnit file in CTest's naming ("cuda." before a *_cuda binary's
+# tests), with a failed case for a binary that crashed or timed out.
+run_test_binaries() {
+  local reports=$build_dir/gpu-check-reports
+  rm -rf "$reports"; mkdir -p "$reports"
+  find "$build_dir/tests" -type f -perm -u+x -name 'test_*' ! -path '*/CMakeFiles/*' | sort |
+    CONVKIT_TEST_REQUIRE_CUDA=1 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive \
+    xargs -P "$jobs" -I{} sh -c '
+      bin=$1 reports=$2 name=$(basename "$1") filter="*cuda*:*Cuda*:*CUDA*:Registry.*"
+      case $name in *_cuda) filter="*" ;; esac
+      timeout $3 "$bin" --gtest_filter="$filter" --gtest_brief=1 --gtest_output="xml:$reports/$name.xml" \
+        >"$reports/$name.log" 2>&1
+      echo $? >"$reports/$name.rc"' _ {} "$reports" "$test_cap_s"
+  cat "$reports"/*.log
+  python3 - "$reports" "$out/ctest.xml" <<'PY'
+import glob, os, sys, xml.etree.ElementTree as ET
+reports, out = sys.argv[1], sys.argv[2]
+root = ET.Element("testsuites")
+bad = 0
+for rc_path in sorted(glob.glob(os.path.join(reports, "*.rc"))):
+    name = os.path.basename(rc_path)[:-3]
+    rc = int(open(rc_path).read().strip() or 1)
+    suite = ET.SubElement(root, "testsuite", name=name)
+    failed_cases = 0
+    xml_path = os.path.join(reports, name + ".xml")
+    if os.path.exists(xml_path):
+        for case in ET.parse(xml_path).getroot().iter("testcase"):
+            case.set("name", ("cuda." if name.endswith("_cuda") else "")
+                     + case.get("classname", "") + "." + case.get("name", ""))
+            failed_cases += case.find("failure") is not None
+            suite.append(case)
+    if rc != 0 and failed_cases == 0:
+        case = ET.SubElement(suite, "testcase", name=name + ".process")
+        ET.SubElement(case, "failure", message=f"{name} exited with status {rc} (124: timed out)")
+    bad += rc != 0
+ET.ElementTree(root).write(out)
+print(f"test binaries: {len(root)} ran, {bad} failed")
+sys.exit(1 if bad else 0)
+PY
 }
 step tests run_tests
 
@@ -152,7 +254,7 @@ nccl_stage() {
   local rc=0 bin=$build_dir/tests/dist/test_nccl_group require=0
   [ $mode = gpu ] && require=1
   echo "--- $bin"
-  CONVKIT_TEST_REQUIRE_NCCL=$require "$bin" --gtest_brief=1 || rc=1
+  CONVKIT_TEST_REQUIRE_NCCL=$require timeout $test_cap_s "$bin" --gtest_brief=1 || rc=1
   if [ $mode = sim ]; then
     echo "--- $build_dir/tests/dist/test_ddp (the emulated group)"
     "$build_dir/tests/dist/test_ddp" --gtest_filter='SimCommunicator.*:DeviceGroup.*' --gtest_brief=1 || rc=1
@@ -200,7 +302,6 @@ step nccl nccl_stage
 # compute-sanitizer: one suite runs plainly, to keep the step from rotting.
 # A run that selects no test fails the step.
 small_shapes='-*one_image_parallel*:*large_image*:*many_channels*:*kernel11x11*:*VersusV1*:*random1*:*random2*:*random5*:*random6*:*random7*:*random8*:*random9*:*ForAllSizesAndTransposes'
-sanitizer_budget_s=300
 run_suite() {
   local log
   log=$("$@" 2>&1); local rc=$?
@@ -228,7 +329,7 @@ sanitize() {
         echo "--- NOT RUN (past the ${sanitizer_budget_s} s budget): $tool $bin"; rc=1; continue
       fi
       echo "--- compute-sanitizer --tool $tool $bin --gtest_filter=$filter"
-      run_suite timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 20 \
+      run_suite timeout $((sanitizer_budget_s - (SECONDS - start) + 60)) compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 20 \
         "$bin" --gtest_filter="$filter" --gtest_brief=1 || rc=1
     done
   done >>"$out/sanitizer.log" 2>&1
@@ -243,7 +344,7 @@ bench_args=(--sets=$bench_sets --devices=$device --benchmark_min_time=0.05
             --benchmark_format=console --benchmark_out_format=json --benchmark_out="$out/bench_conv.json")
 [ $mode = sim ] && bench_args=(--sets=cifar10-cnn --layers=conv1 --max-batch=1 --passes=fwd --devices=sim
                                --benchmark_out_format=json --benchmark_out="$out/bench_conv.json")
-step bench_conv "$build_dir/benchmarks/bench_conv" "${bench_args[@]}"
+step bench_conv timeout $bench_cap_s "$build_dir/benchmarks/bench_conv" "${bench_args[@]}"
 
 # ---- 6b. GEMM: every version (strict float32, and the tensor-core ones at
 # float32_precision high and medium) against cuBLAS in the same precision, at
@@ -252,7 +353,6 @@ step bench_conv "$build_dir/benchmarks/bench_conv" "${bench_args[@]}"
 # slowest (v1 at 4096, ~0.1 s a product) take one timed iteration each, so an
 # estimated 30-60 s, capped. On sim bench_gemm times no GPU row (sim times
 # mean nothing): the step runs its cpu rows, so that it cannot rot.
-gemm_cap_s=150
 gemm_args=(--benchmark_min_time=0.05 --benchmark_format=console --benchmark_out_format=json
            --benchmark_out="$out/bench_gemm.json")
 [ $mode = sim ] && gemm_args+=(--benchmark_filter='BM_CpuMatmul/256')
@@ -283,14 +383,14 @@ train() {
     # strict float32, then tf32 (float32 precision high): the same precision as
     # each of PyTorch's two runs below.
     for precision in highest high; do
-      "$cli" bench train "$model" --device $device --batch "$batch" --steps $steps_n --warmup $warmup \
+      timeout $train_cap_s "$cli" bench train "$model" --device $device --batch "$batch" --steps $steps_n --warmup $warmup \
         --optimizer sgd --float32-precision $precision --json | tail -n 1 >>"$out/train.jsonl" || return 1
     done
-    "$cli" bench train "$model" --device cpu --batch "$batch" --steps $cpu_steps --warmup 1 \
+    timeout $train_cap_s "$cli" bench train "$model" --device cpu --batch "$batch" --steps $cpu_steps --warmup 1 \
       --optimizer sgd --json | tail -n 1 >>"$out/train.jsonl" || return 1
   done
   if [ $mode = gpu ]; then
-    python3 "$root/benchmarks/pytorch_train.py" --runs "${runs// /,}" --steps $steps_n --warmup $warmup \
+    timeout $train_cap_s python3 "$root/benchmarks/pytorch_train.py" --runs "${runs// /,}" --steps $steps_n --warmup $warmup \
       >>"$out/train.jsonl" || return 1
   fi
 }
@@ -316,7 +416,6 @@ step train train
 # run is capped (versions_cap_s) so that a runaway cannot eat the lease,
 # and the step runs after training, so that it cannot starve the steps that
 # answer the issues' goals.
-versions_cap_s=150
 version_families=conv2d_direct,conv2d_implicit_gemm,conv2d_fft,conv2d_winograd
 versions_args=(--sets=$bench_sets --devices=$device --benchmark_min_time=0.01 --benchmark_format=console
                --benchmark_out_format=json)
