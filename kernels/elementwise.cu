@@ -164,18 +164,20 @@ __global__ void arange_kernel(T* out, std::int64_t n, double start, double step)
     out[i] = static_cast<T>(start + static_cast<double>(i) * step);
 }
 
+// fma, not a * b + c: the CPU backend computes the same fused, correctly
+// rounded value whatever contraction each compiler chooses (philox.h).
 template <typename T>
 __global__ void uniform_kernel(T* out, std::int64_t n, std::uint64_t seed, std::uint64_t offset,
                                double lo, double hi) {
   for (std::int64_t i = grid_start(); i < n; i += grid_step())
-    out[i] = static_cast<T>(lo + (hi - lo) * philox::uniform(seed, offset, static_cast<std::uint64_t>(i)));
+    out[i] = static_cast<T>(fma(hi - lo, double(philox::uniform(seed, offset, static_cast<std::uint64_t>(i))), lo));
 }
 
 template <typename T>
 __global__ void normal_kernel(T* out, std::int64_t n, std::uint64_t seed, std::uint64_t offset,
                               double mean, double std) {
   for (std::int64_t i = grid_start(); i < n; i += grid_step())
-    out[i] = static_cast<T>(mean + std * philox::normal(seed, offset, static_cast<std::uint64_t>(i)));
+    out[i] = static_cast<T>(fma(std, double(philox::normal(seed, offset, static_cast<std::uint64_t>(i))), mean));
 }
 
 }  // namespace

@@ -135,7 +135,7 @@ void CpuBackend::uniform(const Tensor& out, std::uint64_t seed, std::uint64_t of
     for_each_philox_group(seed, offset, static_cast<std::uint64_t>(out.numel()), 65536,
                           [&](const std::uint32_t* words, std::uint64_t first, std::uint64_t begin, std::uint64_t end) {
                             for (std::uint64_t e = begin; e < end; ++e)
-                              o[e - offset] = static_cast<T>(lo + (hi - lo) * philox::to_unit_float(words[e - first]));
+                              o[e - offset] = static_cast<T>(std::fma(hi - lo, double(philox::to_unit_float(words[e - first])), lo));
                           });
   });
 }
@@ -150,7 +150,7 @@ void CpuBackend::normal(const Tensor& out, std::uint64_t seed, std::uint64_t off
                             for (std::uint64_t e = begin; e < end; ++e) {
                               // Words (0,1) and (2,3) of a block pair up; first is a multiple of 4.
                               const std::uint64_t k = e - first, pair = k - k % 2;
-                              o[e - offset] = static_cast<T>(mean + std * philox::box_muller(words[pair], words[pair + 1], k % 2 != 0));
+                              o[e - offset] = static_cast<T>(std::fma(std, double(philox::box_muller(words[pair], words[pair + 1], k % 2 != 0)), mean));
                             }
                           });
   });

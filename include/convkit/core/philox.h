@@ -1,7 +1,8 @@
 #pragma once
 // Philox 4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3").
 // Counter-based: element i of a random tensor depends only on (seed, offset, i),
-// so the cpu, sim and cuda backends produce bit-identical streams. This header
+// so the cpu, sim and cuda backends produce bit-identical streams (the normal
+// ones with the one caveat at box_muller). This header
 // is included by CUDA kernels too, hence the host/device qualifiers.
 #include <cmath>
 #include <cstdint>
@@ -56,13 +57,20 @@ CK_HOST_DEVICE inline float uniform(std::uint64_t seed, std::uint64_t offset, st
 namespace convkit::philox {
 
 // Box-Muller on one pair of words: the cosine normal, or the sine one.
+// Computed in double and rounded once to float, because the float functions
+// differ between the libraries: CUDA's logf/sinf/cosf put 2 of 288 draws one
+// ulp away from glibc's on an H200 (docs/results/nvidia-h200-2026-11-27).
+// The double functions of both err by a few double ulps, far below a float's
+// half-ulp, so the rounded draws agree unless the exact value lies within
+// those few double ulps of a float rounding boundary: about 2e-8 per draw.
+// sqrt, the products and the rounding are exact IEEE operations on both.
 CK_HOST_DEVICE inline float box_muller(std::uint32_t first, std::uint32_t second, bool sine) {
   // (x >> 8) + 1 keeps the log's argument in (0, 1].
-  const float u1 = (static_cast<float>(first >> 8) + 1.0f) * (1.0f / 16777216.0f);
-  const float u2 = to_unit_float(second);
-  const float r = sqrtf(-2.0f * logf(u1));
-  const float theta = 6.2831853071795864f * u2;
-  return sine ? r * sinf(theta) : r * cosf(theta);
+  const double u1 = (static_cast<double>(first >> 8) + 1.0) * (1.0 / 16777216.0);
+  const double u2 = to_unit_float(second);
+  const double r = sqrt(-2.0 * log(u1));
+  const double theta = 6.283185307179586 * u2;
+  return static_cast<float>(sine ? r * sin(theta) : r * cos(theta));
 }
 
 // Element i of a standard-normal stream (Box-Muller on word pairs). Each
