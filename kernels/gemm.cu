@@ -25,6 +25,7 @@
 #include "kernels/device_math.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/gemm.cuh"
+#include "kernels/vector_access.cuh"
 #include "kernels/gemm_warp_tiled.cuh"
 
 #if defined(__CUDACC__)
@@ -390,8 +391,6 @@ int tile_of(int version) { return version == 3 ? v3::kTileM : version == 2 ? kV2
 constexpr std::int64_t kMaxGridY = 65535;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 template <typename T>
 Operands<T> operands(const GemmArgs& g, std::int64_t tile) {
   return {static_cast<const T*>(g.a), static_cast<const T*>(g.b), static_cast<T*>(g.c), g.M, g.N, g.K, g.batch,
@@ -485,7 +484,7 @@ std::string gemm_describe(DType dtype, const GemmArgs& g, int version) {
 
 bool gemm_vector_loads(DType dtype, const GemmArgs& g) {
   const std::int64_t v = dtype == DType::float64 ? Vec16<double>::width : Vec16<float>::width;
-  return aligned16(g.a) && aligned16(g.b) && aligned16(g.c) && g.lda % v == 0 && g.ldb % v == 0 &&
+  return dev::aligned16(g.a) && dev::aligned16(g.b) && dev::aligned16(g.c) && g.lda % v == 0 && g.ldb % v == 0 &&
          g.ldc % v == 0 && g.stride_a % v == 0 && g.stride_b % v == 0 && g.stride_c % v == 0;
 }
 

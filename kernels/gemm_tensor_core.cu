@@ -28,6 +28,7 @@
 #include "kernels/dispatch.cuh"
 #include "kernels/gemm_tensor_core.cuh"
 #include "kernels/tensor_core.cuh"
+#include "kernels/vector_access.cuh"
 
 namespace convkit::CK_GPU_NS {
 
@@ -242,14 +243,204 @@ __global__ void __launch_bounds__(v2::kThreads) gemm_tc_v2_warp_tiled(TcOperands
   }
 }
 
+// ---------------------------------------------------------------------------
+// v3, a 128x128 block tile of 8 warps with 16-byte staging. What v2 measured
+// on an H200 (docs/gpu/measured-h200.md) at n = 4096: 33.6 TFLOP/s in TF32
+// and 58.0 in BF16, 7% and 6% of the tensor cores' dense peak, slower than
+// the FP32 SIMT kernel in TF32. Its blocks are too small and its stages too
+// short: one barrier per 8 mma per warp, 16 flop per byte from global memory,
+// and element-by-element staging loads with a bounds check each. v3:
+//   Tile: 128x128 of C per block of 8 warps (2 along M x 4 along N), each
+//     warp 64x32 (4 x 4 mma tiles of 16x8, 64 accumulators per lane): 2*128*128
+//     flops per 2*128 elements of k, 32 flop/B of float32 from global memory,
+//     twice v2's; a warp's 16 mma per k-step share 4 A and 4 B fragments.
+//   Stage: 16 words of k (two mma k-steps) per barrier: 32 mma per warp, 4x v2.
+//   Staging: each thread moves whole 16-byte vectors (load16) of float32 from
+//     global memory when the operand allows them (aligned pointer, leading
+//     dimension and batch stride multiples of 4) and the tile lies inside
+//     the matrix; else element by element with bounds, as v2. Words are
+//     converted once, in registers, before they are stored.
+//   Layouts: an operand keeps in shared memory the orientation it has in
+//     global memory, so that the four words of a thread's group are adjacent
+//     there too: k-contiguous operands as S[x][kw] with rows
+//     of 16 words padded to 20, x-contiguous ones as S[kw][x] with rows of 128
+//     words padded to 136. Fragment reads touch words (g, t): at x * 20 + kw,
+//     banks 20g + t (mod 32); at kw * 136 + x, banks 8t + g: 32 distinct
+//     either way, no conflicts. A warp's staging stores are contiguous runs
+//     in the x-contiguous layout; in the k-contiguous one, rows x and x + 1
+//     are 20 words apart, so a quarter of them meet 2-way.
+//   Double buffer: as v2, loads for the next stage are issued before the mma
+//     on the current one and stored after them; two buffers of 2 x 10 KB.
+// Each accumulator still takes its mma in increasing k, so v3 computes what v1
+// and v2 compute, bit for bit under sim. Not the default until a GPU has
+// measured it against v2 (gpu-check's bench_gemm times every version).
+namespace v3 {
+constexpr int kTile = 128;             // block tile, M and N
+constexpr int kWarpM = 64, kWarpN = 32;
+constexpr int kWarpsN = kTile / kWarpN;  // 4
+constexpr int kWords = 16;             // 32-bit words of k per stage (two mma k-steps)
+constexpr int kRowK = kWords + 4;      // S[x][kw] pitch, k-contiguous operands
+constexpr int kRowX = kTile + 8;       // S[kw][x] pitch, x-contiguous operands
+constexpr int kBufferWords = kTile * kRowK > kWords * kRowX ? kTile * kRowK : kWords * kRowX;  // 2560
+constexpr int kThreads = 256;
+constexpr int kMmaM = kWarpM / 16;  // 4
+constexpr int kMmaN = kWarpN / 8;   // 4
+constexpr int kWordsPerThread = kTile * kWords / kThreads;  // 8
+}  // namespace v3
+
+// Word (x, kw) of a staged operand: see the v3 head for the two layouts.
+template <bool XContig>
+__device__ __forceinline__ int v3_offset(int x, int kw) {
+  return XContig ? kw * v3::kRowX + x : x * v3::kRowK + kw;
+}
+
+// A thread's share of one stage of X (op(A): x = m; op(B): x = n): 8 words,
+// as four-word groups along the operand's contiguous direction: kw..kw+3 of
+// one x (k-contiguous), or x..x+3 at one kw (x-contiguous). For bf16 a
+// k-contiguous group of four words is two 16-byte loads, an x-contiguous one
+// is the loads at k and k + 1.
+template <TensorCorePrecision P, bool XContig>
+struct WideStager {
+  static constexpr int kGroups = v3::kWordsPerThread / 4;  // 2
+  std::uint32_t words[v3::kWordsPerThread];
+
+  // The first (x, kw) of the thread's group r. Lanes run along the contiguous
+  // direction first, so a warp's loads are whole lines.
+  __device__ __forceinline__ static void place(int r, int& x, int& kw) {
+    const int g = r * v3::kThreads + static_cast<int>(threadIdx.x);
+    if (XContig) {
+      x = g % (v3::kTile / 4) * 4;
+      kw = g / (v3::kTile / 4);
+    } else {
+      x = g / (v3::kWords / 4);
+      kw = g % (v3::kWords / 4) * 4;
+    }
+  }
+
+  __device__ __forceinline__ void load(const float* p, std::int64_t ld, std::int64_t x0, std::int64_t k0,
+                                       std::int64_t x_limit, std::int64_t K, bool vec) {
+    constexpr int E = kElementsPerWord<P>;
+    const bool inside = vec && x0 + v3::kTile <= x_limit && k0 + v3::kWords * E <= K;
+    CK_UNROLL
+    for (int r = 0; r < kGroups; ++r) {
+      int x, kw;
+      place(r, x, kw);
+      std::uint32_t* w = words + 4 * r;
+      if (!inside) {
+        CK_UNROLL
+        for (int i = 0; i < 4; ++i)
+          w[i] = XContig ? fetch_word<P, true>(p, ld, x0 + x + i, k0, kw, x_limit, K)
+                         : fetch_word<P, false>(p, ld, x0 + x, k0, kw + i, x_limit, K);
+        continue;
+      }
+      if (XContig) {
+        // X(x, k) at p[k * ld + x]: four x at each k of the word.
+        float f[2][4];
+        CK_UNROLL
+        for (int e = 0; e < E; ++e) dev::load16(p + (k0 + kw * E + e) * ld + x0 + x, f[e]);
+        CK_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          if constexpr (P == TensorCorePrecision::tf32) w[i] = dev::cvt_rna_tf32(f[0][i]);
+          else w[i] = dev::pack_bf16x2(f[0][i], f[1][i]);
+        }
+      } else {
+        // X(x, k) at p[x * ld + k]: the 4 * E elements of k of four words.
+        const float* row = p + (x0 + x) * ld + k0 + kw * E;
+        float f[8];
+        CK_UNROLL
+        for (int e = 0; e < E; ++e) dev::load16(row + 4 * e, f + 4 * e);
+        CK_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          if constexpr (P == TensorCorePrecision::tf32) w[i] = dev::cvt_rna_tf32(f[i]);
+          else w[i] = dev::pack_bf16x2(f[2 * i], f[2 * i + 1]);
+        }
+      }
+    }
+  }
+
+  __device__ __forceinline__ void store(std::uint32_t* S) const {
+    CK_UNROLL
+    for (int r = 0; r < kGroups; ++r) {
+      int x, kw;
+      place(r, x, kw);
+      CK_UNROLL
+      for (int i = 0; i < 4; ++i) S[XContig ? v3_offset<true>(x + i, kw) : v3_offset<false>(x, kw + i)] = words[4 * r + i];
+    }
+  }
+};
+
+template <TensorCorePrecision P, bool TA, bool TB>
+__global__ void __launch_bounds__(v3::kThreads) gemm_tc_v3_wide_tiles(TcOperands p, bool vec) {
+  using namespace v3;
+  __shared__ __align__(16) SharedArray<std::uint32_t[2][kBufferWords]> As;
+  __shared__ __align__(16) SharedArray<std::uint32_t[2][kBufferWords]> Bs;
+  constexpr bool AX = TA, BX = !TB;  // x-contiguous: op(A) stored along m, op(B) along n
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int group = static_cast<int>(lane >> 2), tig = static_cast<int>(lane % 4);
+  const int wm = static_cast<int>(warp / kWarpsN) * kWarpM, wn = static_cast<int>(warp % kWarpsN) * kWarpN;
+  const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kTile;
+  const std::int64_t n0 = (blockIdx.x % p.n_tiles) * kTile;
+  constexpr int K_STAGE = kWords * kElementsPerWord<P>;
+  const std::int64_t stages = (p.K + K_STAGE - 1) / K_STAGE;
+  for (std::int64_t b = blockIdx.y; b < p.batch; b += gridDim.y) {
+    const float* a = p.a + b * p.stride_a;
+    const float* bm = p.b + b * p.stride_b;
+    float acc[kMmaM][kMmaN][4] = {};
+    WideStager<P, AX> a_stage;
+    WideStager<P, BX> b_stage;
+    if (stages > 0) {
+      a_stage.load(a, p.lda, m0, 0, p.M, p.K, vec);
+      b_stage.load(bm, p.ldb, n0, 0, p.N, p.K, vec);
+      a_stage.store(As[0]);
+      b_stage.store(Bs[0]);
+    }
+    __syncthreads();
+    for (std::int64_t t = 0; t < stages; ++t) {
+      const int cur = static_cast<int>(t % 2);
+      const bool more = t + 1 < stages;
+      if (more) {
+        a_stage.load(a, p.lda, m0, (t + 1) * K_STAGE, p.M, p.K, vec);
+        b_stage.load(bm, p.ldb, n0, (t + 1) * K_STAGE, p.N, p.K, vec);
+      }
+      CK_UNROLL
+      for (int kk = 0; kk < kWords; kk += 8) {
+        std::uint32_t af[kMmaM][4], bf[kMmaN][2];
+        CK_UNROLL
+        for (int i = 0; i < kMmaM; ++i)
+          CK_UNROLL
+          for (int r = 0; r < 4; ++r)
+            af[i][r] = As[cur][v3_offset<AX>(wm + i * 16 + group + (r & 1) * 8, kk + tig + (r >> 1) * 4)];
+        CK_UNROLL
+        for (int j = 0; j < kMmaN; ++j)
+          CK_UNROLL
+          for (int r = 0; r < 2; ++r) bf[j][r] = Bs[cur][v3_offset<BX>(wn + j * 8 + group, kk + tig + r * 4)];
+        CK_UNROLL
+        for (int i = 0; i < kMmaM; ++i)
+          CK_UNROLL
+          for (int j = 0; j < kMmaN; ++j) dev::mma<P>(acc[i][j], af[i], bf[j]);
+      }
+      if (more) {
+        a_stage.store(As[1 - cur]);
+        b_stage.store(Bs[1 - cur]);
+      }
+      __syncthreads();
+    }
+    float* c = p.c + b * p.stride_c;
+    CK_UNROLL
+    for (int i = 0; i < kMmaM; ++i)
+      CK_UNROLL
+      for (int j = 0; j < kMmaN; ++j) store_fragment(p, c, m0 + wm + i * 16, n0 + wn + j * 8, lane, acc[i][j]);
+  }
+}
+
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 constexpr std::int64_t kMaxGridY = 65535;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
-constexpr int kVersions = 2;
+constexpr int kVersions = 3;
 
-std::int64_t tile_m(int version) { return version == 1 ? kV1TileM : v2::kTile; }
-std::int64_t tile_n(int version) { return version == 1 ? kV1TileN : v2::kTile; }
+std::int64_t tile_m(int version) { return version == 1 ? kV1TileM : version == 2 ? v2::kTile : v3::kTile; }
+std::int64_t tile_n(int version) { return version == 1 ? kV1TileN : version == 2 ? v2::kTile : v3::kTile; }
 
 template <TensorCorePrecision P>
 void launch_with(const GemmArgs& g, int version) {
@@ -263,8 +454,12 @@ void launch_with(const GemmArgs& g, int version) {
     constexpr bool TA = decltype(ta)::value, TB = decltype(tb)::value;
     if (version == 1) {
       launch(gemm_tc_v1_warp_per_tile<P, TA, TB>, grid, dim3(32), 0, nullptr, ops);
-    } else {
+    } else if (version == 2) {
       launch(gemm_tc_v2_warp_tiled<P, TA, TB>, grid, dim3(v2::kThreads), 0, nullptr, ops);
+    } else {
+      const bool vec = dev::aligned16(g.a) && dev::aligned16(g.b) && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
+                       g.stride_a % 4 == 0 && g.stride_b % 4 == 0;
+      launch(gemm_tc_v3_wide_tiles<P, TA, TB>, grid, dim3(v3::kThreads), 0, nullptr, ops, vec);
     }
   });
 }
@@ -279,7 +474,9 @@ void register_gemm_tensor_core_family() {
         {"gemm_tensor_core", kVersions, 2,
          "v1 warp per tile: one warp per 16x8 tile of C, mma.sync on fragments read from global memory\n"
          "v2 warp tiled: 64x64 block tile, 4 warps of 32x32, tf32/bf16 words staged in padded shared memory, "
-         "register-staged double buffer (16 flop/B)"});
+         "register-staged double buffer (16 flop/B)\n"
+         "v3 wide tiles: 128x128 block tile, 8 warps of 64x32, 16-word stages, 16-byte staging loads, "
+         "each operand in its global orientation (32 flop/B)"});
     return true;
   }();
   (void)registered;

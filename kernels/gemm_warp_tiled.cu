@@ -407,8 +407,6 @@ const char* tile_text(TileChoice t) {
   return "?";
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 template <typename T, bool TA, bool TB, class Cfg>
 void launch_config(const Params<T>& p, bool async, dim3 grid) {
   if (async) launch(gemm_warp_tiled<T, TA, TB, Cfg, true>, grid, dim3(Cfg::kThreads), 0, nullptr, p);
@@ -458,9 +456,9 @@ void launch_gemm_warp_tiled(DType dtype, const GemmArgs& g, int version) {
   const Plan plan = plan_of(g, version);
   const TileDims d = dims_of(plan.tile);
   const std::int64_t v = dtype == DType::float64 ? 2 : 4;
-  const bool vec_ab = aligned16(g.a) && aligned16(g.b) && g.lda % v == 0 && g.ldb % v == 0 &&
+  const bool vec_ab = dev::aligned16(g.a) && dev::aligned16(g.b) && g.lda % v == 0 && g.ldb % v == 0 &&
                       g.stride_a % v == 0 && g.stride_b % v == 0;
-  const bool vec_c = aligned16(g.c) && g.ldc % v == 0 && g.stride_c % v == 0;
+  const bool vec_c = dev::aligned16(g.c) && g.ldc % v == 0 && g.stride_c % v == 0;
   const dim3 grid(static_cast<unsigned>(ceil_div(g.M, d.m) * ceil_div(g.N, d.n)),
                   static_cast<unsigned>(std::min(g.batch, kMaxGridY)), static_cast<unsigned>(plan.splits));
   dispatch_floating(dtype, "gemm", [&](auto t) {

@@ -6,6 +6,8 @@
 // float4 struct into four 4-byte ones; the sim profile then counts the
 // request nvcc would issue (docs/sim.md, B/lane). The pointer must be 16-byte
 // aligned.
+#include <cstdint>
+
 #include "convkit/sim/cuda_compat.h"
 
 namespace convkit::CK_GPU_NS::dev {
@@ -13,6 +15,9 @@ namespace convkit::CK_GPU_NS::dev {
 // Elements of T in 16 bytes.
 template <typename T>
 inline constexpr int kVec16 = static_cast<int>(16 / sizeof(T));
+
+// Whether p may be accessed 16 bytes at a time (host side, before a launch).
+inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 #if defined(CONVKIT_SIM_KERNEL)
 namespace vector_detail {

@@ -1,9 +1,9 @@
 // Raw tests of the tensor-core GEMM kernels (kernels/gemm_tensor_core.cu) on
-// sim (and, in the nvcc build, on cuda): both versions, both precisions, every
+// sim (and, in the nvcc build, on cuda): every version, both precisions, every
 // transpose pair, ragged sizes, batches with a broadcast operand and padded
 // leading dims, alpha/beta, against a float64 reference within the error bound
-// of tf32/bf16 operands; v2 against v1; the rounding shows; bad input is
-// refused with a reason.
+// of tf32/bf16 operands; v2 and v3 against v1 (v3 on its 16-byte staging path
+// and at its edges); the rounding shows; bad input is refused with a reason.
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -126,17 +126,38 @@ std::vector<Case> small_cases() {
   return cases;
 }
 
-TEST(GpuGemmTensorCore, SmallCasesWithinTheRoundingBoundBothVersions) {
+TEST(GpuGemmTensorCore, SmallCasesWithinTheRoundingBoundEveryVersion) {
   for (const Case& c : small_cases()) {
-    const Result v1 = run(c, 1), v2 = run(c, 2);
+    const Result v1 = run(c, 1), v2 = run(c, 2), v3 = run(c, 3);
     expect_close(c, v1);
     expect_close(c, v2);
+    expect_close(c, v3);
 #if !defined(__CUDACC__)
-    // Same rounding, same mma per k-step in the same order: under sim the two
+    // Same rounding, same mma per k-step in the same order: under sim the
     // versions agree bit for bit.
     ASSERT_EQ(v1.c, v2.c) << c.str();
+    ASSERT_EQ(v1.c, v3.c) << c.str();
 #endif
   }
+}
+
+// v3's 16-byte staging runs on whole 128x128 tiles of 16-word stages with
+// aligned operands: every transpose pair, a batch with a broadcast B, and a
+// ragged product whose inner tiles take the wide path and whose edges do not.
+TEST(GpuGemmTensorCore, V3WideStagingAgreesWithV1) {
+  const std::int64_t shapes[][4] = {{256, 128, 64, 1}, {128, 256, 96, 2}, {200, 136, 72, 1}};
+  for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16})
+    for (const auto& s : shapes)
+      for (int t = 0; t < 4; ++t) {
+        Case c;
+        c.precision = p, c.M = s[0], c.N = s[1], c.K = s[2], c.batch = s[3], c.broadcast_b = s[3] > 1;
+        c.trans_a = t & 1, c.trans_b = t & 2, c.beta = 0.5;
+        const Result v1 = run(c, 1, 11), v3 = run(c, 3, 11);
+        expect_close(c, v3);
+#if !defined(__CUDACC__)
+        ASSERT_EQ(v1.c, v3.c) << c.str();
+#endif
+      }
 }
 
 TEST(GpuGemmTensorCore, LargerProductSmallRelativeError) {
@@ -144,21 +165,23 @@ TEST(GpuGemmTensorCore, LargerProductSmallRelativeError) {
   for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16}) {
     Case c;
     c.precision = p, c.M = 128, c.N = 96, c.K = 256;
-    const Result r = run(c, 2, 7);
-    expect_close(c, r);
-    double worst = 0, norm = 0;
-    for (std::size_t i = 0; i < r.c.size(); ++i) {
-      worst = std::max(worst, std::fabs(r.c[i] - r.want[i]));
-      norm = std::max(norm, std::fabs(r.want[i]));
+    for (int version : {2, 3}) {
+      const Result r = run(c, version, 7);
+      expect_close(c, r);
+      double worst = 0, norm = 0;
+      for (std::size_t i = 0; i < r.c.size(); ++i) {
+        worst = std::max(worst, std::fabs(r.c[i] - r.want[i]));
+        norm = std::max(norm, std::fabs(r.want[i]));
+      }
+      EXPECT_LT(worst / norm, 4 * unit(p)) << kernels::precision_name(p) << " v" << version;
     }
-    EXPECT_LT(worst / norm, 4 * unit(p)) << kernels::precision_name(p);
   }
 }
 
 // 1 + 2^-20 is not a tf32 (nor bf16) number: the product shows that the
 // operands were rounded, i.e. that the tensor-core path ran.
 TEST(GpuGemmTensorCore, OperandsAreRounded) {
-  for (int version : {1, 2})
+  for (int version : {1, 2, 3})
     for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16}) {
       const Tensor a = from_vector(std::vector<float>{1.0f + 0x1p-20f}, {1}, kernel_options(DType::float32));
       const Tensor b = from_vector(std::vector<float>{3.0f}, {1}, kernel_options(DType::float32));
@@ -216,7 +239,7 @@ TEST(GpuGemmTensorCore, RefusesBadInputWithAReason) {
   g.M = g.N = g.K = 4;
   g.lda = g.ldb = g.ldc = 4;
   EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float64, g, 2).find("float32"), std::string::npos);
-  EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 3).find("versions 1..2"),
+  EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 4).find("versions 1..3"),
             std::string::npos);
   EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 2).find("null"), std::string::npos);
   try {
@@ -265,6 +288,14 @@ TEST(GpuGemmTensorCore, TheSimProfileCountsMmaAndV2FragmentLoadsAreConflictFree)
   const convkit::sim::KernelProfile v2 = profiled(TensorCorePrecision::tf32, 128, 128, 64, 2);
   EXPECT_EQ(v2.shared_load.conflict_wavefronts, 0u);
   EXPECT_GT(v2.shared_load.requests, 0u);
+  // v3 on one whole 128x128 tile: its mma count, and its fragment loads free
+  // of conflicts in both shared layouts (A k-contiguous, B n-contiguous).
+  for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16}) {
+    const convkit::sim::KernelProfile v3 = profiled(p, 128, 128, 64, 3);
+    EXPECT_EQ(p == TensorCorePrecision::tf32 ? v3.tf32_fmas : v3.bf16_fmas, 128u * 128 * 64);
+    EXPECT_EQ(v3.shared_load.conflict_wavefronts, 0u) << kernels::precision_name(p);
+    EXPECT_GT(v3.shared_load.requests, 0u);
+  }
 }
 #endif
 
