@@ -9,16 +9,11 @@
 #   scripts/gpu-check.sh [--quick] [--prebuilt] OUT_DIR  # on the GPU machine
 #   scripts/gpu-check.sh --sim [--build-dir DIR] OUT_DIR   # anywhere (CI)
 #
-# --quick  a second try within the same lease: reuses the build, runs only the
-#          tests with cuda in their names (the cuda instances and the nvcc
-#          builds of the kernel suites) and the registry test, the first layer
-#          set, and one training size.
+# --quick  the first look of a lease: smaller time caps, the first layer set,
+#          the GEMM rows at n = 4096, one training size, no kernel versions.
 # --prebuilt  runs the binaries of .gpu-deps/prebuilt.tar.gz (gpu-prebuild.sh)
 #          instead of building, when they were built from these sources and
-#          load here (else it builds, saying why). Their tests are not in CTest
-#          (its lists were made where no GPU was): each test binary runs its
-#          cuda tests itself, every binary at once, and their reports are
-#          merged into ctest.xml.
+#          load here (else it builds, saying why).
 # --steps A,B  runs only the named steps (configure, build and devices always
 #          run; the others: tests, nccl, sanitizer, bench_conv, gemm, train,
 #          kernel_versions), so that a lease's second call measures what its
@@ -156,7 +151,7 @@ for p in nvidia.__path__: print("\n".join(sorted(glob.glob(os.path.join(p, "*", 
   ld=$(IFS=:; echo "${paths[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   echo "LD_LIBRARY_PATH=$ld"
   LD_LIBRARY_PATH=$ld "$dir/bin/convkit" devices || return 1
-  LD_LIBRARY_PATH=$ld "$dir/bin/convkit" devices | grep -q '^cuda  *usable' ||
+  LD_LIBRARY_PATH=$ld "$dir/bin/convkit" devices | grep -q '^cuda\(:[0-9]*\)\? *usable' ||
     { echo "the prebuilt CLI lists no cuda device"; return 1; }
   export LD_LIBRARY_PATH=$ld
   build_dir=$dir
@@ -184,25 +179,22 @@ targets=(all)
 cli=$build_dir/bin/convkit
 step devices "$cli" devices
 
-# ---- 4. every test, with cuda required; the sim schedule runs are skipped on
-# a GPU (CI runs them), the sim instances inside the suites are not.
-if [ $mode = sim ]; then
-  tests=(-R '^Registry\.')
-elif [ $quick = 1 ]; then
-  tests=(-R '^Registry\.|cuda' -E '\.sim\.')
-else
-  tests=(-E '\.sim\.')
-fi
+# ---- 4. the tests that run on cuda, with cuda required: every test binary
+# runs its cuda instances (a *_cuda binary all of its tests) and the
+# registry's tests, in one process per binary. Not CTest's process per test:
+# on the H200 each process spent about 3 s starting CUDA, and 1,412 tests
+# took 273 s on 16 cores (docs/results/nvidia-h200-2026-11-27). The CPU and
+# sim tests are CI's. On sim, CTest runs the registry's tests, so that the
+# step cannot rot.
 run_tests() {
-  local require=0; [ $mode = gpu ] && require=1
-  if [ $prebuilt = 1 ]; then run_test_binaries; return; fi
-  CONVKIT_TEST_REQUIRE_CUDA=$require ctest --test-dir "$build_dir" -j "$jobs" --timeout $test_cap_s \
-    --output-on-failure --output-junit "$out/ctest.xml" "${tests[@]}"
+  if [ $mode = gpu ]; then run_test_binaries; return; fi
+  ctest --test-dir "$build_dir" -j "$jobs" --timeout $test_cap_s \
+    --output-on-failure --output-junit "$out/ctest.xml" -R '^Registry\.'
 }
-# The prebuilt binaries' tests, without CTest: each binary runs its cuda tests
-# (a *_cuda binary all of its own), all binaries at once, each report kept;
-# then one JUnit file in CTest's naming ("cuda." before a *_cuda binary's
-# tests), with a failed case for a binary that crashed or timed out.
+# All binaries at once, each report kept; then one JUnit file in CTest's
+# naming ("cuda." before a *_cuda binary's tests), with a failed case for a
+# binary that crashed or timed out. The binaries, not CTest's lists, say what
+# exists: the prebuilt binaries' lists were made where no GPU was.
 run_test_binaries() {
   local reports=$build_dir/gpu-check-reports
   rm -rf "$reports"; mkdir -p "$reports"
@@ -311,20 +303,23 @@ run_suite() {
 }
 sanitize() {
   local rc=0 bin tool filter start=$SECONDS
-  for bin in "$build_dir"/tests/gpu/*/test_*; do
-    [ -x "$bin" ] || continue
-    if [ $mode = sim ]; then
-      [[ $bin == */test_gpu_gemm ]] || continue
-      echo "--- $bin (sim, no sanitizer)"
-      run_suite "$bin" --gtest_brief=1 || rc=1
-      continue
-    fi
-    case $bin in
-      *_cuda) filter=$small_shapes ;;
-      */test_gpu_gemm|*/test_gpu_im2col|*/test_gpu_conv_direct|*/test_gpu_conv_fft) continue ;;  # sim launchers
-      *) filter='*/cuda*' ;;
-    esac
-    for tool in memcheck racecheck; do
+  # memcheck over every suite first, racecheck after: racecheck is ten times
+  # slower (31 s against 2 s on the direct conv suite, H200), and a budget
+  # that runs out should leave the cheap, broad check done.
+  for tool in memcheck racecheck; do
+    for bin in "$build_dir"/tests/gpu/*/test_*; do
+      [ -x "$bin" ] || continue
+      if [ $mode = sim ]; then
+        [[ $bin == */test_gpu_gemm ]] && [ $tool = memcheck ] || continue
+        echo "--- $bin (sim, no sanitizer)"
+        run_suite "$bin" --gtest_brief=1 || rc=1
+        continue
+      fi
+      case $bin in
+        *_cuda) filter=$small_shapes ;;
+        */test_gpu_gemm|*/test_gpu_im2col|*/test_gpu_conv_direct|*/test_gpu_conv_fft) continue ;;  # sim launchers
+        *) filter='*/cuda*' ;;
+      esac
       if [ $((SECONDS - start)) -ge $sanitizer_budget_s ]; then
         echo "--- NOT RUN (past the ${sanitizer_budget_s} s budget): $tool $bin"; rc=1; continue
       fi
@@ -372,19 +367,23 @@ PY
 step gemm gemm
 
 # ---- 7. training throughput: convkit on cuda (strict and tf32) and cpu,
-# PyTorch on the same GPU (strict and tf32)
+# PyTorch on the same GPU (strict and tf32); a layer profile of each strict run
 runs="cifar10-cnn:128 cifar10-cnn:512 resnet18-cifar:128" steps_n=50 warmup=10 cpu_steps=3
 [ $quick = 1 ] && runs="cifar10-cnn:128"
 [ $mode = sim ] && runs="fmnist-cnn:2" steps_n=1 warmup=0 cpu_steps=1
 train() {
-  local run model batch
+  local run model batch lines profile
   for run in $runs; do
     model=${run%%:*} batch=${run##*:}
     # strict float32, then tf32 (float32 precision high): the same precision as
-    # each of PyTorch's two runs below.
+    # each of PyTorch's two runs below. The strict run then profiles as many
+    # steps layer by layer (after its timing): the table goes to log.txt.
     for precision in highest high; do
-      timeout $train_cap_s "$cli" bench train "$model" --device $device --batch "$batch" --steps $steps_n --warmup $warmup \
-        --optimizer sgd --float32-precision $precision --json | tail -n 1 >>"$out/train.jsonl" || return 1
+      profile=; [ $precision = highest ] && profile=--profile
+      lines=$(timeout $train_cap_s "$cli" bench train "$model" --device $device --batch "$batch" --steps $steps_n \
+        --warmup $warmup --optimizer sgd --float32-precision $precision --json $profile) || return 1
+      printf '%s\n' "$lines"
+      tail -n 1 <<<"$lines" >>"$out/train.jsonl"
     done
     timeout $train_cap_s "$cli" bench train "$model" --device cpu --batch "$batch" --steps $cpu_steps --warmup 1 \
       --optimizer sgd --json | tail -n 1 >>"$out/train.jsonl" || return 1

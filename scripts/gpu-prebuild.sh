@@ -3,22 +3,24 @@
 # for the GPU what scripts/gpu-check.sh runs (the CLI, the libraries, the test
 # binaries, bench_conv and bench_gemm) and packs the binaries into
 # .gpu-deps/prebuilt.tar.gz, which the device tool carries with the .debs.
-# A lease has 15 minutes of device time; building there costs about three of
-# them on each fresh machine, here it costs none (about 20 minutes on 2 cores).
+# A lease has 15 minutes of device time; building there cost 155 s of them
+# (configure and build on the H200's 16 cores), here it costs none (about 20
+# minutes on 2 cores).
 #
 #   scripts/gpu-prebuild.sh [ARCH]     # ARCH: compute capability, default 90
 #
 # The archive records a hash of the sources it was built from
 # (scripts/source-hash.sh); `gpu-check.sh --prebuilt` uses it only when the
-# tree it runs in hashes the same, and builds there otherwise. MPI is left
-# out, and the oneDNN baseline: the GPU machine has neither library for the
-# binaries to load.
+# tree it runs in hashes the same, and builds there otherwise. The oneDNN
+# baseline is left out: the GPU machine has no oneDNN for bench_conv to load.
+# It has OpenMPI (libmpi.so.40, as here) and cuDNN, and the CLI built here
+# loaded there and listed the GPU (docs/results/nvidia-h200-2026-11-27).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 arch=${1:-90}
 dir=build/gpu-sm$arch
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCONVKIT_BUILD_EXAMPLES=OFF -DCONVKIT_WERROR=OFF \
-  -DCONVKIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DCONVKIT_MPI=OFF -DCONVKIT_DNNL_INCLUDE=OFF >/dev/null
+  -DCONVKIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DCONVKIT_MPI=ON -DCONVKIT_DNNL_INCLUDE=OFF >/dev/null
 # The targets gpu-check runs, by their output paths (ninja builds paths; the
 # libtorch comparison and the examples stay out).
 mapfile -t targets < <(ninja -C "$dir" -t targets all | cut -d: -f1 | grep -v CMakeFiles |

@@ -23,6 +23,7 @@
 #include "convkit/ops/factory.h"
 #include "convkit/optim/optimizer.h"
 #include "convkit/train/loss.h"
+#include "convkit/train/profiler.h"
 #include "convkit/version.h"
 
 namespace convkit::cli {
@@ -54,7 +55,7 @@ int bench_train(const Args& args) {
   const ParsedArgs p(args, "bench train",
                      {{"device", true}, {"batch", true}, {"steps", true}, {"warmup", true},
                       {"algo", true}, {"float32-precision", true}, {"optimizer", true}, {"seed", true},
-                      {"json", false},
+                      {"json", false}, {"profile", false},
                       {"repeat", true}});
   p.expect_positional(1, 1, "MODEL");
   const std::string model_name = p.positional()[0];
@@ -115,6 +116,19 @@ int bench_train(const Args& args) {
   if (repeat > 1)
     std::printf(" (median of %lld runs; min %.1f, max %.1f)", static_cast<long long>(repeat), *ips_min, *ips_max);
   std::printf("\n");
+  // After the timed runs, so that the profile's synchronisations cost them nothing.
+  if (p.flag("profile")) {
+    train::LayerProfiler profiler(*model, device);
+    for (std::int64_t i = 0; i < steps; ++i) {
+      const Tensor logits = profiler.forward(images);
+      const Tensor loss = profiler.loss([&] { return train::compute_loss(train::LossKind::automatic, logits, labels); });
+      profiler.optimizer([&] { optimizer->zero_grad(); });
+      profiler.backward(loss);
+      profiler.optimizer([&] { optimizer->step(); });
+      profiler.end_step(batch);
+    }
+    std::printf("%s", profiler.report().table().c_str());
+  }
   if (p.flag("json")) {
     JsonLine line;
     line.add("command", "bench train")
@@ -160,6 +174,8 @@ constexpr const char* kBenchUsage =
     "                    tensor-core products on a GPU backend; the cpu ignores it\n"
     "  --optimizer O     adam (default), adamw, sgd, rmsprop\n"
     "  --json            end with one line of JSON (with host, isa, threads, commit and version)\n"
+    "  --profile         then --steps more steps, profiled layer by layer (docs/training.md):\n"
+    "                    the table comes after the throughput line, before the JSON\n"
     "bench allreduce: time per all-reduce of the job's process group (float32 sums), from\n"
     "--min-bytes (8) to --max-bytes (64 MiB) by factors of 4, the slowest rank's; --json adds a\n"
     "line per size. Its latency and bandwidth are the inputs of docs/distributed-scaling.md.\n";

@@ -146,6 +146,20 @@ TEST(Cli, BenchTrainReportsThroughput) {
   EXPECT_EQ(r.out.find("median"), std::string::npos);  // one run: no range to give
 }
 
+// --profile: the layer table of as many more steps, after the throughput line
+// and before the JSON, which stays the last line.
+TEST(Cli, BenchProfilePrintsTheLayerTableBeforeTheJson) {
+  const CommandResult r = convkit("bench train fmnist-cnn --batch 4 --steps 2 --warmup 0 --profile --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::size_t throughput = r.out.find("images/s");
+  const std::size_t table = r.out.find("profile: 2 steps, 8 images");
+  ASSERT_NE(table, std::string::npos) << r.out;
+  EXPECT_LT(throughput, table);
+  for (const char* row : {"Conv2d", "Linear", "optimizer", "by layer type:"})
+    EXPECT_NE(r.out.find(row, table), std::string::npos) << row << "\n" << r.out;
+  EXPECT_EQ(number(json::parse(r.last_line(), "bench output"), "steps"), 2);
+}
+
 // --repeat N: N timed runs, the median with min and max, and the record of
 // what ran where.
 TEST(Cli, BenchRepeatReportsTheMedianAndTheHost) {
