@@ -25,8 +25,8 @@
 #include "kernels/device_math.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/gemm.cuh"
-#include "kernels/vector_access.cuh"
 #include "kernels/gemm_warp_tiled.cuh"
+#include "kernels/vector_access.cuh"
 
 #if defined(__CUDACC__)
 #include <cublas_v2.h>

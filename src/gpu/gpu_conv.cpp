@@ -34,8 +34,9 @@ bool runs(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) { return conv_regi
 //  2. winograd for undilated 3x3 filters at stride 1. Measured on an H200
 //     (docs/gpu/measured-h200.md): on all nine such layers of cifar10-cnn
 //     and resnet18-cifar at batch 128, its three passes took 2.6-7.6x less
-//     time than im2col_gemm's, and less than cuDNN's best on six of them. Before this rule the choice was im2col_gemm, and its
-//     passes were nearly all of a cifar10-cnn training step.
+//     time than im2col_gemm's, and less than cuDNN's best on six of them.
+//     Before this rule the choice was im2col_gemm, and its passes were
+//     nearly all of a cifar10-cnn training step.
 //  3. im2col_gemm otherwise: one large GEMM per chunk.
 //  4. direct when none runs (workspace_limit too small, or im2col_gemm not
 //     available): it needs no workspace and supports every descriptor.

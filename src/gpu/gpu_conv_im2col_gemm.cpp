@@ -138,7 +138,6 @@ int reduced_precision_version(const Conv2dDesc& d, DType dtype) {
   return allow_tf32() ? tensor_core_version(d, dtype) : 0;
 }
 
-
 // What every pass checks before touching memory.
 void check_call(const Conv2dDesc& d, ConvPass pass, DType dtype, std::initializer_list<const void*> required,
                 const void* workspace, std::size_t needed) {
@@ -208,7 +207,8 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
                void* workspace) const override {
     check_call(d, ConvPass::forward, dtype, {x, w, y}, workspace, workspace_bytes(d, dtype, ConvPass::forward));
     if (const int v = reduced_precision_version(d, dtype)) {
-      launch_conv2d_implicit_gemm_tensor_core_forward(tensor_core_precision(float32_precision()), dtype, d, x, w, b, y, v);
+      launch_conv2d_implicit_gemm_tensor_core_forward(tensor_core_precision(float32_precision()), dtype, d, x, w, b, y,
+                                                      v);
       return;
     }
     if (const int v = implicit_version(d, dtype)) {
@@ -239,8 +239,8 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
     check_call(d, ConvPass::backward_data, dtype, {dy, w, dx}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_data));
     if (const int v = reduced_precision_version(d, dtype)) {
-      launch_conv2d_implicit_gemm_tensor_core_backward_data(tensor_core_precision(float32_precision()), dtype, d, dy, w, dx, workspace,
-                                                            v);
+      launch_conv2d_implicit_gemm_tensor_core_backward_data(tensor_core_precision(float32_precision()), dtype, d, dy,
+                                                            w, dx, workspace, v);
       return;
     }
     if (const int v = implicit_version(d, dtype)) {
@@ -286,8 +286,8 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
     check_call(d, ConvPass::backward_weights, dtype, {x, dy, dw}, workspace,
                workspace_bytes(d, dtype, ConvPass::backward_weights));
     if (const int v = reduced_precision_version(d, dtype)) {
-      launch_conv2d_implicit_gemm_tensor_core_backward_weights(tensor_core_precision(float32_precision()), dtype, d, x, dy, dw,
-                                                               workspace, v);
+      launch_conv2d_implicit_gemm_tensor_core_backward_weights(tensor_core_precision(float32_precision()), dtype, d,
+                                                               x, dy, dw, workspace, v);
       if (db != nullptr) launch_bias_grad(dtype, dy, d.N, d.K, d.P() * d.Q(), db);
       return;
     }
