@@ -18,6 +18,9 @@
 #          run; the others: tests, nccl, sanitizer, bench_conv, gemm, train,
 #          kernel_versions), so that a lease's second call measures what its
 #          first did not.
+# --layers A,B  keeps only these layers (by name, within the sets) in
+#          bench_conv and kernel_versions, so that a call can time every
+#          version on the few layers a change is about.
 # --sim    the same pipeline on the sim backend with tiny sizes, without
 #          PyTorch, cuDNN or compute-sanitizer, so that it cannot rot: CI runs it.
 #
@@ -40,13 +43,14 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
 
-mode=gpu quick=0 prebuilt=0 only= build_dir=
+mode=gpu quick=0 prebuilt=0 only= build_dir= layers=
 while [ $# -gt 1 ]; do
   case $1 in
     --sim) mode=sim ;;
     --quick) quick=1 ;;
     --prebuilt) prebuilt=1 ;;
     --steps) only=,$2,; shift ;;
+    --layers) layers=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
     *) echo "gpu-check: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -339,6 +343,7 @@ bench_args=(--sets=$bench_sets --devices=$device --benchmark_min_time=0.05
             --benchmark_format=console --benchmark_out_format=json --benchmark_out="$out/bench_conv.json")
 [ $mode = sim ] && bench_args=(--sets=cifar10-cnn --layers=conv1 --max-batch=1 --passes=fwd --devices=sim
                                --benchmark_out_format=json --benchmark_out="$out/bench_conv.json")
+[ -n "$layers" ] && bench_args+=(--layers="$layers")
 step bench_conv timeout $bench_cap_s "$build_dir/benchmarks/bench_conv" "${bench_args[@]}"
 
 # ---- 6b. GEMM: every version (strict float32, and the tensor-core ones at
@@ -423,6 +428,7 @@ if [ $mode = sim ]; then
   versions_args=(--sets=cifar10-cnn --layers=conv1 --max-batch=1 --passes=fwd --devices=sim --benchmark_out_format=json)
   tf32_algos=im2col_gemm  # sim runs no vendor library
 fi
+[ -n "$layers" ] && versions_args+=(--layers="$layers")
 kernel_versions() {
   local rc=0 bin=$build_dir/benchmarks/bench_conv
   timeout $versions_cap_s "$bin" "${versions_args[@]}" --algos=direct,im2col_gemm,fft,winograd \
