@@ -152,12 +152,17 @@ void compare(ConvAlgo algo, const std::vector<Compared>& items, double operand_u
     result.max_rel_error = std::max(result.max_rel_error, std::isnan(err) ? INFINITY : rel);
     double tol;
     const double n = static_cast<double>(c.want.terms + 2), u = eps / 2;
+    // Operands rounded to tf32 or bf16 before they multiply move each
+    // product by at most 2v + v^2 of its size (v their unit roundoff): an
+    // element-wise bound for the sums of products, a norm-wise one for the
+    // transform algorithms (and for a vendor library, which may run either).
+    const double rounding = 2 * operand_unit + operand_unit * operand_unit;
     if (sums_products) {
-      tol = (n * u / (1 - n * u) + 2 * operand_unit + operand_unit * operand_unit) * c.want.magnitude;
+      tol = (n * u / (1 - n * u) + rounding) * c.want.magnitude;
     } else if (algo == ConvAlgo::winograd) {
-      tol = kWinogradErrorFactor * n * u / (1 - n * u) * largest;
+      tol = (kWinogradErrorFactor * n * u / (1 - n * u) + rounding) * largest;
     } else {
-      tol = kNormwiseErrorFactor * eps * largest;
+      tol = (kNormwiseErrorFactor * eps + rounding) * largest;
     }
     ++result.checked;
     if (err <= tol) continue;  // NaN fails here too

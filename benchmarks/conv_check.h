@@ -44,8 +44,10 @@ struct PassData {
 // operand_unit: the unit roundoff the pass rounded its operands to before
 // multiplying (2^-11 for tf32 on the tensor cores; 0, the default, for strict
 // float32). Each product may then be off by 2u + u^2 relative, which widens
-// the tolerance of the algorithms that sum products by that much of the
-// magnitude (tests/gpu/tensor_core_tolerance.h).
+// the tolerance by that much of the magnitude: element by element for the
+// algorithms that sum products (tests/gpu/tensor_core_tolerance.h), of the
+// largest magnitude for the transform algorithms and cuDNN (checked
+// norm-wise: in TF32 mode cuDNN's rows failed the strict bound, H200 lease 2).
 CheckResult check_conv_pass(const Conv2dDesc& desc, ConvAlgo algo, ConvPass pass, const PassData& data,
                             double operand_unit = 0);
 

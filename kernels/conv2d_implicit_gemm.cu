@@ -95,6 +95,14 @@
 //    model puts v4 at 0.99-1.12x v3's time (less DRAM traffic, more shared
 //    memory traffic, a slower phase transpose), and what v4 should win,
 //    latency, only a GPU run measures (docs/algorithms/im2col_gemm.md).
+// v5 pipelined (kernels/conv2d_implicit_gemm_pipelined.cuh): what the H200
+//    showed v3 lacks. GEMM v6's warp tiles (64x64 or 64x32, 4x8 or 4x4 per
+//    thread, 16-byte fragment reads), a 4-stage cp.async pipeline of
+//    one-element gathers, zero-filled in the padding, and loaders that keep
+//    one coordinate fixed and step the other by mixed-radix adds, so the K
+//    loop divides nothing. Backward-data runs per stride phase on v4's
+//    phase-transposed filter; backward-weights splits K as v3 does. Where
+//    the transposed filter does not fit the workspace, v3 runs instead.
 //
 // Indices are 32-bit: the launcher refuses a descriptor whose tensors have
 // 2^31 elements or more (the explicit path then runs it).
@@ -106,6 +114,7 @@
 
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/conv2d_implicit_gemm.cuh"
+#include "kernels/conv2d_implicit_gemm_pipelined.cuh"
 #include "kernels/conv2d_implicit_gemm_problem.cuh"
 #include "kernels/conv2d_implicit_gemm_staged.cuh"
 #include "kernels/device_math.cuh"
@@ -120,7 +129,7 @@ namespace {
 // The problems, stride phases and split-K (conv2d_implicit_gemm_problem.cuh).
 using namespace implicit_gemm;
 
-constexpr int kVersions = 4;
+constexpr int kVersions = 5;
 
 // ---------------------------------------------------------------------------
 // v2, simple: one thread per (m, col) of group blockIdx.y.
@@ -242,6 +251,7 @@ using implicit_gemm::weight_split;
 
 Split weight_split(DType dtype, const Conv2dDesc& d, int version) {
   if (version == kImplicitGemmStagedVersion) return weight_split(dtype, d, staged_weight_steps(d) * staged::kTileK);
+  if (version == kImplicitGemmPipelinedVersion) return weight_split(dtype, d, d.N * d.P() * d.Q(), kMaxPipelinedSlices);
   return weight_split(dtype, d, d.N * d.P() * d.Q());
 }
 
@@ -335,10 +345,52 @@ void run_staged_columns(const Problem& pb, const staged::Staged<T>& st, int N, i
            col_tiles);
 }
 
+// Calls f with version 5's tile for an M x cols product over groups x
+// slices: 32x64 for M <= 32, 64x64 when those tiles give the GPU two blocks
+// per SM (kTargetBlocks), else 64x32.
+template <class F>
+void with_pipelined_tile(int M, int cols, int groups, int slices, F&& f) {
+  if (M <= 32) f(pipelined::Tile32x64{});
+  else if (ceil_div(M, 64) * ceil_div(cols, 64) * groups * slices >= kTargetBlocks) f(pipelined::Tile64x64{});
+  else f(pipelined::Tile64x32{});
+}
+
+template <typename T, class Problem>
+void run_pipelined_columns(const Problem& pb, const pipelined::Operands<T>& op, int groups) {
+  if (pb.M == 0 || pb.cols == 0) return;
+  with_pipelined_tile(pb.M, pb.cols, groups, 1, [&](auto cfg) {
+    using Cfg = decltype(cfg);
+    const int n_tiles = static_cast<int>(ceil_div(pb.cols, Cfg::BlockTile::kN));
+    const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Cfg::BlockTile::kM) * n_tiles),
+                    static_cast<unsigned>(groups));
+    launch(pipelined::implicit_gemm_v5_columns<T, Cfg, Problem>, grid, dim3(pipelined::kThreads), 0, nullptr, pb, op,
+           n_tiles);
+  });
+}
+
+template <typename T>
+void run_pipelined_positions(const BackwardWeightsProblem<T>& pb, const pipelined::Operands<T>& op, int groups,
+                             const Split& split) {
+  if (pb.M == 0 || pb.cols == 0) return;
+  const int len = split.len > 0 ? split.len : std::max(pb.depth, 1);
+  with_pipelined_tile(pb.M, pb.cols, groups, split.slices, [&](auto cfg) {
+    using Cfg = decltype(cfg);
+    const int n_tiles = static_cast<int>(ceil_div(pb.cols, Cfg::BlockTile::kN));
+    const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Cfg::BlockTile::kM) * n_tiles),
+                    static_cast<unsigned>(groups), static_cast<unsigned>(split.slices));
+    launch(pipelined::implicit_gemm_v5_positions<T, Cfg, BackwardWeightsProblem<T>>, grid,
+           dim3(pipelined::kThreads), 0, nullptr, pb, op, n_tiles, len);
+  });
+}
+
+bool is_implicit(int version) {
+  return version == kImplicitGemmSimpleVersion || version == kImplicitGemmTiledVersion ||
+         version == kImplicitGemmStagedVersion || version == kImplicitGemmPipelinedVersion;
+}
+
 void check_version(int version) {
-  CK_CHECK(version == kImplicitGemmSimpleVersion || version == kImplicitGemmTiledVersion ||
-               version == kImplicitGemmStagedVersion,
-           "conv2d_implicit_gemm: version ", version, " is not an implicit kernel (2 simple, 3 tiled, 4 staged; 1 "
+  CK_CHECK(is_implicit(version), "conv2d_implicit_gemm: version ", version,
+           " is not an implicit kernel (2 simple, 3 tiled, 4 staged, 5 pipelined; 1 "
            "is the explicit im2col path of src/gpu/gpu_conv_im2col_gemm.cpp)");
 }
 
@@ -378,19 +430,22 @@ void register_conv2d_implicit_gemm_family() {
          "v3 implicit tiled: 64x64x32 tiles gathered into shared memory, 4x4 outputs per thread, "
          "deterministic split-K for backward-weights\n"
          "v4 implicit staged: v3's tiles, the image patch and the A rows copied to shared memory as aligned "
-         "16-byte runs (cp.async) and im2col formed there; runs v3 where it cannot"});
+         "16-byte runs (cp.async) and im2col formed there; runs v3 where it cannot\n"
+         "v5 implicit pipelined: 64x64 or 64x32 warp tiles fed by a 4-stage cp.async pipeline of gathers whose "
+         "indices step without divisions; runs v3 where backward-data's transposed filter does not fit"});
     return true;
   }();
   (void)registered;
 }
 
 std::string conv2d_implicit_gemm_cannot_implement(DType dtype, const Conv2dDesc& d, int version) {
-  if (version != kImplicitGemmSimpleVersion && version != kImplicitGemmTiledVersion &&
-      version != kImplicitGemmStagedVersion)
-    return detail::concat("version ", version, " is not an implicit kernel (2 simple, 3 tiled, 4 staged)");
+  if (!is_implicit(version))
+    return detail::concat("version ", version, " is not an implicit kernel (2 simple, 3 tiled, 4 staged, 5 pipelined)");
   if (!is_floating(dtype)) return detail::concat("dtype ", dtype, " is not supported (float32 or float64)");
   if (std::string why = index_limits_reason(d, "conv2d_implicit_gemm"); !why.empty()) return why;
   if (version == kImplicitGemmStagedVersion) return staged_cannot_implement(dtype, d);
+  if (version == kImplicitGemmPipelinedVersion && !transposes_filter(dtype, d))
+    return "backward-data's transposed filter does not fit workspace_limit (version 5 needs it)";
   return {};
 }
 
@@ -413,6 +468,10 @@ void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const
     using T = decltype(t);
     const ForwardProblem<T> pb{g, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
                                static_cast<T*>(y), g.Kg, g.N * g.PQ, g.Cg * g.RS};
+    if (version == kImplicitGemmPipelinedVersion) {
+      run_pipelined_columns<T>(pb, {image_patch(g), pb.x, pb.w, pb.depth, 0}, static_cast<int>(d.groups));
+      return;
+    }
     if (version != kImplicitGemmStagedVersion) {
       run_problem<T>(pb, static_cast<int>(d.groups), version);
       return;
@@ -432,9 +491,10 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
   const Geometry g = geometry(d);
   dispatch_floating(dtype, "conv2d_implicit_gemm backward-data", [&](auto t) {
     using T = decltype(t);
-    const bool staged_v = version == kImplicitGemmStagedVersion;
+    // Versions 4 and 5 transpose the filter phase by phase.
+    const bool by_phase = version == kImplicitGemmStagedVersion || version == kImplicitGemmPipelinedVersion;
     T* wt = needed > 0 ? static_cast<T*>(workspace) : nullptr;
-    if (wt != nullptr && !staged_v) {
+    if (wt != nullptr && !by_phase) {
       const int total = g.K * g.Cg * g.RS;
       const LaunchShape shape = grid_stride_shape(total);
       launch(transpose_filter_kernel<T>, dim3(shape.blocks), dim3(shape.threads), 0, nullptr,
@@ -442,7 +502,7 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
     }
     // One product per stride phase: sh * sw launches, each over only the taps
     // that reach its pixels (a phase no tap reaches gets zeros). Version 4's
-    // filter is transposed phase by phase, each phase's slice after the last.
+    // and 5's filter is transposed phase by phase, each phase's slice after the last.
     int phase_offset = 0;
     for (int a = 0; a < g.sh; ++a)
       for (int b = 0; b < g.sw; ++b) {
@@ -452,7 +512,7 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
         const int depth = g.Kg * ph.taps * pw.taps;
         BackwardDataProblem<T> pb{g,  static_cast<const T*>(dy), static_cast<const T*>(w), wt,
                                   static_cast<T*>(dx), ph, pw, g.Cg, g.N * ph.count * pw.count, depth};
-        if (!staged_v) {
+        if (!by_phase) {
           run_problem<T>(pb, static_cast<int>(d.groups), version);
           continue;
         }
@@ -464,6 +524,11 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
                  static_cast<const T*>(w), wtp, g, ph, pw, total);
         }
         pb.wt = wtp;
+        if (version == kImplicitGemmPipelinedVersion) {
+          run_pipelined_columns<T>(pb, {phase_patch(g, ph, pw), pb.dy, wtp, depth, 0}, static_cast<int>(d.groups));
+          phase_offset += total;
+          continue;
+        }
         const staged::Staged<T> st{phase_patch(g, ph, pw), pb.dy, g.N * g.K * g.PQ, wt, g.K * g.Cg * g.RS,
                                    phase_offset, 0, depth};
         phase_offset += total;
@@ -487,6 +552,10 @@ void launch_conv2d_implicit_gemm_backward_weights(DType dtype, const Conv2dDesc&
     T* out = split.slices > 1 ? static_cast<T*>(workspace) : static_cast<T*>(dw);
     const BackwardWeightsProblem<T> pb{g, static_cast<const T*>(x), static_cast<const T*>(dy), out,
                                        split.slices > 1 ? dw_elems : 0, g.Kg, g.Cg * g.RS, g.N * g.PQ};
+    if (version == kImplicitGemmPipelinedVersion) {
+      run_pipelined_positions<T>(pb, {image_patch(g), pb.x, pb.dy, 0, g.K}, static_cast<int>(d.groups), split);
+      return;
+    }
     if (version != kImplicitGemmStagedVersion) {
       run_problem<T>(pb, static_cast<int>(d.groups), version, split);
       return;

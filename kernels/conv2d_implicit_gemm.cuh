@@ -18,6 +18,10 @@
 //   4 implicit, staged: version 3's tiles, the image patch
 //     and the A rows copied to shared memory as aligned row-contiguous runs,
 //     im2col formed from there (kernels/conv2d_implicit_gemm_staged.cuh)
+//   5 implicit, pipelined: warp tiles (64x64 or 64x32) fed by a 4-stage
+//     cp.async pipeline of gathered elements, whose indices step by
+//     mixed-radix adds instead of divisions
+//     (kernels/conv2d_implicit_gemm_pipelined.cuh)
 // Under allow_tf32 the algorithm runs float32 passes on the tensor cores
 // instead (kernels/conv2d_implicit_gemm_tensor_core.cuh), whatever this
 // family's version.
@@ -35,26 +39,27 @@ inline constexpr int kImplicitGemmExplicitVersion = 1;
 inline constexpr int kImplicitGemmSimpleVersion = 2;
 inline constexpr int kImplicitGemmTiledVersion = 3;
 inline constexpr int kImplicitGemmStagedVersion = 4;
+inline constexpr int kImplicitGemmPipelinedVersion = 5;
 
 // Registers the "conv2d_implicit_gemm" family (idempotent).
 void register_conv2d_implicit_gemm_family();
 
-// Empty when implicit `version` (2, 3 or 4) can run `d` in `dtype`, else why
+// Empty when implicit `version` (2 to 5) can run `d` in `dtype`, else why
 // not (a dtype other than float32/float64, an index past 32 bits, a grid too
 // big; for version 4 also a plane or stride phase under 32 positions, an
-// image patch over its shared memory, a transposed filter over
-// workspace_limit).
+// image patch over its shared memory; for versions 4 and 5 a transposed
+// filter over workspace_limit).
 // Version 1 is the explicit path, which this file does not run: asking for it
 // returns a reason.
 std::string conv2d_implicit_gemm_cannot_implement(DType dtype, const Conv2dDesc& d, int version);
 
 // Bytes of workspace `pass` needs under implicit `version` (0 when none):
 // backward-data's transposed filter and backward-weights' split-K partials
-// (versions 3 and 4), plus 256 bytes of alignment slack per slice. A pure function
+// (versions 3 to 5), plus 256 bytes of alignment slack per slice. A pure function
 // of the descriptor, dtype and version; never above d.workspace_limit.
 std::size_t conv2d_implicit_gemm_workspace_bytes(DType dtype, const Conv2dDesc& d, ConvPass pass, int version);
 
-// The split-K slices version 3 or 4 cuts backward-weights' K = N*P*Q into
+// The split-K slices version 3, 4 or 5 cuts backward-weights' K = N*P*Q into
 // (1: no second pass). Fixed by the descriptor, dtype and version, so results
 // are the same bits on every run.
 int conv2d_implicit_gemm_weight_slices(DType dtype, const Conv2dDesc& d, int version);

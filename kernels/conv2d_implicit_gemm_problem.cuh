@@ -196,6 +196,8 @@ inline std::string index_limits_reason(const Conv2dDesc& d, const char* op) {
 inline constexpr std::int64_t kTargetBlocks = 264;
 inline constexpr std::int64_t kMinSliceLen = 16 * kGemmTileK;
 inline constexpr std::int64_t kMaxSlices = 32;
+// Version 5's cap (kernels/conv2d_implicit_gemm_pipelined.cuh says why).
+inline constexpr std::int64_t kMaxPipelinedSlices = 256;
 
 // The split of backward-weights' K: slice length (a multiple of kTileK) and count.
 struct Split {
@@ -203,16 +205,17 @@ struct Split {
   int len = 0;
 };
 
-// k_total: the K the slices cut, N*P*Q for version 3, version 4's K-steps
-// times kTileK (each image's positions rounded up to whole steps).
-inline Split weight_split(DType dtype, const Conv2dDesc& d, std::int64_t k_total) {
+// k_total: the K the slices cut, N*P*Q for versions 3 and 5, version 4's
+// K-steps times kTileK (each image's positions rounded up to whole steps).
+inline Split weight_split(DType dtype, const Conv2dDesc& d, std::int64_t k_total,
+                          std::int64_t max_slices = kMaxSlices) {
   const std::int64_t depth = d.C_per_group() * d.R * d.S;
   const std::int64_t tiles =
       ceil_div(d.K_per_group(), kGemmTileM) * ceil_div(depth, kGemmTileN) * d.groups;
   // The partials are indexed with 32 bits too.
   const std::int64_t index_cap = kIndexLimit / std::max<std::int64_t>(d.K * depth, 1);
   std::int64_t slices =
-      std::min({ceil_div(kTargetBlocks, tiles), k_total / kMinSliceLen, kMaxSlices, index_cap});
+      std::min({ceil_div(kTargetBlocks, tiles), k_total / kMinSliceLen, max_slices, index_cap});
   const std::size_t per_slice = static_cast<std::size_t>(d.K * depth) * dtype_size(dtype);
   while (slices > 1 && static_cast<std::size_t>(slices) * per_slice > d.workspace_limit) --slices;
   slices = std::max<std::int64_t>(slices, 1);

@@ -74,36 +74,13 @@
 #include "kernels/dispatch.cuh"
 #include "kernels/gemm_warp_tiled.cuh"
 #include "kernels/vector_access.cuh"
+#include "kernels/warp_tile.cuh"
 
 namespace convkit::CK_GPU_NS {
 
 namespace {
 
-template <int M, int N, int K>
-struct GemmShape {
-  static constexpr int kM = M, kN = N, kK = K;
-};
-template <int M, int N>
-struct WarpShape {
-  static constexpr int kM = M, kN = N;
-};
-template <int M, int N>
-struct ThreadShape {
-  static constexpr int kM = M, kN = N;
-};
-
-template <class Block, class Warp, class Thread, int MinBlocks>
-struct TileConfig {
-  using BlockTile = Block;
-  using WarpTile = Warp;
-  using ThreadTile = Thread;
-  static constexpr int kWarpsM = Block::kM / Warp::kM, kWarpsN = Block::kN / Warp::kN;
-  static constexpr int kThreads = kWarpsM * kWarpsN * 32;
-  static constexpr int kLanesM = Warp::kM / Thread::kM, kLanesN = Warp::kN / Thread::kN;
-  static constexpr int kMinBlocks = MinBlocks;  // blocks per SM that __launch_bounds__ asks for
-  static_assert(kLanesM * kLanesN == 32, "a warp tile is 32 thread tiles");
-  static_assert(kLanesM <= 8 && kLanesN <= 8, "a fragment load reads at most 128 distinct bytes");
-};
+using namespace warp_tile;  // GemmShape, WarpShape, ThreadShape, TileConfig, multiply_stage
 
 using Config128x128 = TileConfig<GemmShape<128, 128, 8>, WarpShape<64, 32>, ThreadShape<8, 8>, 2>;
 using Config128x64 = TileConfig<GemmShape<128, 64, 8>, WarpShape<64, 32>, ThreadShape<8, 8>, 4>;
@@ -215,22 +192,18 @@ template <typename T, class Cfg>
 template <typename T, bool TA, bool TB, class Cfg, bool Async>
 __global__ void __launch_bounds__(Cfg::kThreads, (kMinBlocksOf<T, Cfg>)) gemm_warp_tiled(Params<T> p) {
   using Block = typename Cfg::BlockTile;
-  using Warp = typename Cfg::WarpTile;
   using Thread = typename Cfg::ThreadTile;
   constexpr int BM = Block::kM, BN = Block::kN, BK = Block::kK;
   constexpr int V = dev::kVec16<T>;
   constexpr int kStages = Async ? kStagesOf<T> : 1;
   constexpr int kRowA = BM + V, kRowB = BN + V;  // + 16 bytes: see the head comment
   constexpr int TM = Thread::kM, TN = Thread::kN;
-  static_assert(TM % V == 0 && TN % V == 0, "thread tiles are whole 16-byte groups");
   __shared__ __align__(16) SharedArray<T[kStages][BK * kRowA]> As;
   __shared__ __align__(16) SharedArray<T[kStages][BK * kRowB]> Bs;
 
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int lane_m = lane / Cfg::kLanesN, lane_n = lane % Cfg::kLanesN;
   // The first row and column of the thread's fragments within the block tile.
-  const int tm0 = warp / Cfg::kWarpsN * Warp::kM + lane_m * V;
-  const int tn0 = warp % Cfg::kWarpsN * Warp::kN + lane_n * V;
+  const ThreadOrigin<T, Cfg> o;
+  const int tm0 = o.tm0, tn0 = o.tn0;
   const int m0 = static_cast<int>(blockIdx.x) / p.n_tiles * BM;
   const int n0 = static_cast<int>(blockIdx.x) % p.n_tiles * BN;
   const int k_begin = static_cast<int>(blockIdx.z) * p.k_per_split;
@@ -246,21 +219,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, (kMinBlocksOf<T, Cfg>)) gemm_wa
     T acc[TM][TN] = {};
 
     auto compute = [&](int stage) {
-      if (!live) return;
-      const T* as = As[stage];
-      const T* bs = Bs[stage];
-      CK_UNROLL
-      for (int k = 0; k < BK; ++k) {
-        T af[TM], bf[TN];
-        CK_UNROLL
-        for (int g = 0; g < TM / V; ++g) dev::load16(as + k * kRowA + tm0 + g * Cfg::kLanesM * V, af + g * V);
-        CK_UNROLL
-        for (int g = 0; g < TN / V; ++g) dev::load16(bs + k * kRowB + tn0 + g * Cfg::kLanesN * V, bf + g * V);
-        CK_UNROLL
-        for (int i = 0; i < TM; ++i)
-          CK_UNROLL
-          for (int j = 0; j < TN; ++j) acc[i][j] = dev::fma(af[i], bf[j], acc[i][j]);
-      }
+      if (live) multiply_stage<T, Cfg, kRowA, kRowB>(As[stage], Bs[stage], o, acc);
     };
     auto copy_stage = [&](int stage) {
       a_copy.template copy<Async>(p.lda, p.M, k_end, p.vec_ab, As[stage]);
@@ -298,7 +257,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, (kMinBlocksOf<T, Cfg>)) gemm_wa
     T* c = p.c + blockIdx.z * p.split_stride + b * p.stride_c;
     CK_UNROLL
     for (int i = 0; i < TM; ++i) {
-      const int m = m0 + tm0 + i / V * Cfg::kLanesM * V + i % V;
+      const int m = m0 + o.row(i);
       if (m >= p.M) continue;
       CK_UNROLL
       for (int g = 0; g < TN / V; ++g) {

@@ -112,14 +112,15 @@ std::int64_t plan_chunk(const Conv2dDesc& d, ConvPass pass, std::size_t elem) {
 }
 
 
-// The implicit version that runs `d` in `dtype` (2, 3 or 4), or 0 for the
-// explicit path: the family's choice when it can; version 4
-// hands what it cannot run to version 3.
+// The implicit version that runs `d` in `dtype` (2 to 5), or 0 for the
+// explicit path: the family's choice when it can; versions 4 and 5
+// hand what they cannot run to version 3.
 int implicit_version(const Conv2dDesc& d, DType dtype) {
   register_conv2d_implicit_gemm_family();
   int v = kernel_version("conv2d_implicit_gemm");
   if (v == kImplicitGemmExplicitVersion) return 0;
-  if (v == kImplicitGemmStagedVersion && !conv2d_implicit_gemm_cannot_implement(dtype, d, v).empty())
+  if ((v == kImplicitGemmStagedVersion || v == kImplicitGemmPipelinedVersion) &&
+      !conv2d_implicit_gemm_cannot_implement(dtype, d, v).empty())
     v = kImplicitGemmTiledVersion;
   return conv2d_implicit_gemm_cannot_implement(dtype, d, v).empty() ? v : 0;
 }

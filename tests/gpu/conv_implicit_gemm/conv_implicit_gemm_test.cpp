@@ -1,7 +1,7 @@
 // The implicit-GEMM convolution (kernels/conv2d_implicit_gemm.cu) as the GPU
 // im2col_gemm algorithm runs it, under sim (and cuda, in the nvcc build):
 // every version of the conv2d_implicit_gemm family (1 the explicit column
-// path, 2 simple, 3 tiled, 4 staged), every pass, float32 and float64, on
+// path, 2 simple, 3 tiled, 4 staged, 5 pipelined), every pass, float32 and float64, on
 // tests/cpu/conv's descriptors (odd sizes, batch 1, stride, padding,
 // dilation, groups) plus tile-straddling and split-K cases and one layer each
 // of cifar10-cnn and resnet18-cifar at batch 1; against the float64
@@ -121,10 +121,10 @@ TEST_P(ImplicitGemmVersusV1, AgreesWithTheExplicitPath) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ImplicitGemmCase,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2, 3, 4)),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2, 3, 4, 5)),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(Cases, ImplicitGemmVersusV1,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 3, 4)),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 3, 4, 5)),
                          case_name);
 
 // The simple and the tiled version against each other, in float32.
@@ -151,7 +151,7 @@ TEST(ImplicitGemm, TiledAgreesWithSimple) {
 TEST(ImplicitGemmLayer, RealLayersMatchTheReferenceInEveryImplicitVersion) {
   for (const ConvCase& c : layers())
     for (int version : {kernels::kImplicitGemmSimpleVersion, kernels::kImplicitGemmTiledVersion,
-                        kernels::kImplicitGemmStagedVersion})
+                        kernels::kImplicitGemmStagedVersion, kernels::kImplicitGemmPipelinedVersion})
       expect_matches_reference<float>(c, version);
 }
 
@@ -254,8 +254,10 @@ TEST(ImplicitGemm, TiledVersionIsRightUnderOtherThreadOrders) {
     for (const char* name : {"tiles_70x19_odd", "groups2_stride2_dilation2", "split_k_2", "stride_dilation_groups"})
       for (const ConvCase& c : cases())
         if (c.name == name) expect_matches_reference<float>(c, kernels::kImplicitGemmTiledVersion);
-    for (const ConvCase& c : staged_cases())
+    for (const ConvCase& c : staged_cases()) {
       expect_matches_reference<float>(c, kernels::kImplicitGemmStagedVersion);
+      expect_matches_reference<float>(c, kernels::kImplicitGemmPipelinedVersion);
+    }
   }
 }
 #endif
@@ -274,8 +276,8 @@ TEST(ImplicitGemm, StridedBackwardDataKernelsMatchTheReference) {
     if (d.stride_h == 1 && d.stride_w == 1) continue;
     const CaseData& data = case_data(d);
     for (int version : {kernels::kImplicitGemmSimpleVersion, kernels::kImplicitGemmTiledVersion,
-                        kernels::kImplicitGemmStagedVersion}) {
-      if (version == kernels::kImplicitGemmStagedVersion &&
+                        kernels::kImplicitGemmStagedVersion, kernels::kImplicitGemmPipelinedVersion}) {
+      if (version >= kernels::kImplicitGemmStagedVersion &&
           !kernels::conv2d_implicit_gemm_cannot_implement(DType::float32, d, version).empty())
         continue;
       const std::size_t bytes =
@@ -408,6 +410,69 @@ TEST(ImplicitGemm, GradientsPassGradcheckThroughTheOpInVersion4) {
   ScopedKernelVersion select(kFamily, kernels::kImplicitGemmStagedVersion);
   EXPECT_TRUE(convkit::testing::grad_ok(
       [&](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], p); }, {x, w, b}));
+}
+
+}  // namespace
+}  // namespace convkit::gpu_testing
+
+namespace convkit::gpu_testing {
+namespace {
+
+// ---- Version 5 (pipelined).
+
+// Its three tiles: a 17-image 32x32 batch gives forward 272 tiles of 64x64
+// (the wide tile, at 264 or more), backward-data (M = 3) 32x64 tiles;
+// tiles_70x19_odd above runs 64x32. Against the reference and version 3,
+// in both dtypes.
+TEST(ImplicitGemmPipelined, EveryTileMatchesTheReferenceAndVersion3) {
+  using cpu::testing::tolerances;
+  const ConvCase c{"pipelined_wide_17_images", make(17, 3, 32, 32, 64, 3, 3, 1)};
+  expect_matches_reference<float>(c, kernels::kImplicitGemmPipelinedVersion);
+  expect_matches_reference<double>(c, kernels::kImplicitGemmPipelinedVersion);
+  const CaseData& data = case_data(c.desc);
+  const Outputs<float> v3 = run_version(c, kernels::kImplicitGemmTiledVersion);
+  const Outputs<float> v5 = run_version(c, kernels::kImplicitGemmPipelinedVersion);
+  EXPECT_TRUE(agree(v5.y, v3.y, tolerances<float>(ConvAlgo::im2col_gemm, data.y))) << "forward";
+  EXPECT_TRUE(agree(v5.dx, v3.dx, tolerances<float>(ConvAlgo::im2col_gemm, data.dx))) << "bwd-data";
+  EXPECT_TRUE(agree(v5.dw, v3.dw, tolerances<float>(ConvAlgo::im2col_gemm, data.dw))) << "bwd-weights";
+}
+
+// Split-K slices are fixed by the descriptor: the same bits on every run.
+TEST(ImplicitGemmPipelined, SplitKBackwardWeightsIsDeterministic) {
+  const ConvCase& split = staged_cases().back();
+  ASSERT_EQ(kernels::conv2d_implicit_gemm_weight_slices(DType::float32, split.desc,
+                                                        kernels::kImplicitGemmPipelinedVersion),
+            4);
+  const Outputs<float> first = run_version(split, kernels::kImplicitGemmPipelinedVersion);
+  EXPECT_EQ(run_version(split, kernels::kImplicitGemmPipelinedVersion).dw, first.dw);
+#if !defined(__CUDACC__)
+  sim::ScopedSchedule schedule(sim::Schedule::parse("random:5"));
+  EXPECT_EQ(run_version(split, kernels::kImplicitGemmPipelinedVersion).dw, first.dw);
+#endif
+}
+
+// A first layer's small filter gradient over a long K: version 5 cuts it
+// into more slices than version 3's 32 (here 64), and stays right.
+TEST(ImplicitGemmPipelined, CutsASmallFilterGradientIntoManySlices) {
+  const ConvCase c{"pipelined_64_slices", make(2, 3, 128, 128, 4, 3, 3, 1)};
+  EXPECT_EQ(kernels::conv2d_implicit_gemm_weight_slices(DType::float32, c.desc, kernels::kImplicitGemmTiledVersion),
+            32);
+  EXPECT_EQ(
+      kernels::conv2d_implicit_gemm_weight_slices(DType::float32, c.desc, kernels::kImplicitGemmPipelinedVersion),
+      64);
+  expect_matches_reference<float>(c, kernels::kImplicitGemmPipelinedVersion);
+}
+
+// Without room for backward-data's transposed filter version 5 says why, and
+// the algorithm, asked for it, runs version 3 and stays right.
+TEST(ImplicitGemmPipelined, HandsATightWorkspaceToVersion3) {
+  Conv2dDesc d = make(2, 6, 13, 15, 20, 3, 3, 1, 2);
+  d.workspace_limit = 64;  // bytes: the filter is 20*6*9 floats
+  const std::string why =
+      kernels::conv2d_implicit_gemm_cannot_implement(DType::float32, d, kernels::kImplicitGemmPipelinedVersion);
+  EXPECT_NE(why.find("transposed filter"), std::string::npos) << why;
+  ScopedKernelVersion select(kFamily, kernels::kImplicitGemmPipelinedVersion);
+  expect_passes_match<float>(algo(), ConvAlgo::im2col_gemm, d, "tight workspace, v5 selected");
 }
 
 }  // namespace

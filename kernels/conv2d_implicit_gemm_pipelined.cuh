@@ -1,0 +1,310 @@
+#pragma once
+// Version 5 of the implicit-GEMM convolution (kernels/conv2d_implicit_gemm.cu
+// runs it): GEMM v6's warp tiles and v5's cp.async pipeline
+// (kernels/gemm_warp_tiled.cu), fed by gathering loaders whose indices step
+// instead of divide.
+//
+// Version 3, measured on an H200 (docs/gpu/measured-h200.md), ran
+// resnet18-cifar layer2.conv1's forward at 11.6 TFLOP/s, 17% of the FP32
+// ceiling, and the stride-2 and 1x1 layers 1.3-4.4x behind cuDNN pass by
+// pass. Three causes, one fix each:
+//  1. Index arithmetic. v3 decodes every gathered element from its linear
+//     (k, column) with five divisions by runtime values, about 20
+//     instructions each: some 100 instructions per element loaded, against
+//     16 multiply-adds per element of its tile. Here a loading thread keeps
+//     one coordinate for the whole K loop (decoded once) and steps the
+//     other by the K-step with a mixed-radix add: the digits (c, r, s) of a
+//     filter tap or (n, p, q) of an output position, carried instead of
+//     divided. About 12 instructions per element.
+//  2. Latency. v3 loads, waits at a barrier, multiplies, waits again; with
+//     two blocks per SM each K-step pays the loads' latency. Here every
+//     gathered element is a cp.async copy of one element (zero-filled where
+//     the tap falls in the padding or past the operand) into kStages = 4
+//     buffers: the copies of three K-steps are in flight while the warps
+//     multiply the fourth, with one barrier per K-step, as GEMM v5.
+//  3. Shared-memory reads. v3's 4x4 thread tile reads 8 scalar words for
+//     16 multiply-adds; the warp tiles here (kernels/warp_tile.cuh) read
+//     16-byte fragments: 3 loads per 32 multiply-adds with the 4x8 tile.
+// Stores into the stages are conflict-free: rows are BX + 16 bytes long, so
+// a warp whose lanes walk x stores 32 consecutive words, and one whose lanes
+// walk k (8 k by 4 x) stores to banks 4k + x, all 32 different.
+//
+// Tiles, 128 threads each: 64x64x8 (2x2 warps of 32x32, 4x8 per thread), or
+// 64x32x8 (warps of 32x16, 4x4 per thread) when 64x64 tiles would give the
+// GPU's 132 SMs fewer than two blocks each, as GEMM v6 chooses; 32x64x8 (1x4
+// warps of 32x16) when M is 32 or less, where a 64-row tile would be half
+// empty (cifar10-cnn's 32-channel layers).
+//
+// Two kernels, by which way the K loop runs:
+//   columns    forward and each backward-data stride phase: K runs over
+//              filter taps (c, r, s) (a phase's taps (k, jr, js)), the columns
+//              are output positions (n, p, q). A is row-major (the filter, or
+//              the phase's transposed filter); B is the image gathered.
+//   positions  backward-weights: K runs over output positions (n, p, q) of
+//              every image, the columns are filter taps. A is dy, B the
+//              image gathered; K is cut into split-K slices (blockIdx.z)
+//              as version 3 cuts it but up to 256 of them (version 3 stops
+//              at 32), summed afterwards in slice order: a first layer's
+//              32 x 27 filter gradient over 131,072 positions is one tile,
+//              which 32 slices leave on 32 of 132 SMs.
+// Both read the image through staged::PatchShape: element (c, r, s) at
+// position (n, p, q) is img[n][grp*Cg + c][p*ah + oh + r*th][q*aw + ow + s*tw].
+#include <cstdint>
+
+#include "convkit/sim/cuda_compat.h"
+#include "kernels/async_copy.cuh"
+#include "kernels/conv2d_implicit_gemm_staged.cuh"
+#include "kernels/device_math.cuh"
+#include "kernels/vector_access.cuh"
+#include "kernels/warp_tile.cuh"
+
+namespace convkit::CK_GPU_NS::pipelined {
+
+using staged::PatchShape;
+using namespace warp_tile;
+
+using Tile64x64 = TileConfig<GemmShape<64, 64, 8>, WarpShape<32, 32>, ThreadShape<4, 8>, 4>;
+using Tile64x32 = TileConfig<GemmShape<64, 32, 8>, WarpShape<32, 16>, ThreadShape<4, 4>, 4>;
+using Tile32x64 = TileConfig<GemmShape<32, 64, 8>, WarpShape<32, 16>, ThreadShape<4, 4>, 4>;
+constexpr int kThreads = 128;
+constexpr int kStages = 4;
+constexpr int kTileK = 8;
+static_assert(Tile64x64::kThreads == kThreads && Tile64x32::kThreads == kThreads && Tile32x64::kThreads == kThreads,
+              "one block size");
+
+// A number in mixed radix: hi, then mid below mid_radix, then lo below
+// lo_radix. (c, r, s) over (R, S) is a filter tap's k = (c*R + r)*S + s;
+// (n, p, q) over (P, Q) an output position's n*P*Q + p*Q + q.
+struct Digits {
+  int hi, mid, lo;
+};
+
+__device__ __forceinline__ Digits to_digits(int v, int mid_radix, int lo_radix) {
+  const int rest = v / lo_radix;
+  return {rest / mid_radix, rest % mid_radix, v - rest * lo_radix};
+}
+
+// d += step, both in the same radix: two compares and no division.
+__device__ __forceinline__ void add_digits(Digits& d, const Digits& step, int mid_radix, int lo_radix) {
+  d.lo += step.lo;
+  int carry = d.lo >= lo_radix;
+  d.lo -= carry * lo_radix;
+  d.mid += step.mid + carry;
+  carry = d.mid >= mid_radix;
+  d.mid -= carry * mid_radix;
+  d.hi += step.hi + carry;
+}
+
+// The operands' addresses. The columns kernel reads A row-major: row
+// grp*M + m at a + (grp*M + m)*a_ld. The positions kernel reads A as dy:
+// A(m, (n, p, q)) = a[(n*a_channels + grp*M + m)*P*Q + p*Q + q].
+template <typename T>
+struct Operands {
+  PatchShape ps;
+  const T* img;
+  const T* a;
+  int a_ld;
+  int a_channels;
+};
+
+// The element of the image at tap (c, rh = r*th, sw = s*tw) and position
+// (n, hp = p*ah + oh, wq = q*aw + ow), or null in the padding.
+template <typename T>
+__device__ __forceinline__ const T* image_element(const Operands<T>& op, int grp, int n, int c, int h, int w) {
+  const PatchShape& ps = op.ps;
+  if (static_cast<unsigned>(h) >= static_cast<unsigned>(ps.H) || static_cast<unsigned>(w) >= static_cast<unsigned>(ps.W))
+    return nullptr;
+  return op.img + ((n * ps.C + grp * ps.Cg + c) * ps.H + h) * ps.W + w;
+}
+
+// One element's copy into a stage: from src, or zeros (reading nothing) when null.
+template <typename T>
+__device__ __forceinline__ void copy_element(T* dst, const T* src, const T* any) {
+  dev::cp_async<sizeof(T)>(dst, src != nullptr ? src : any, src != nullptr ? static_cast<int>(sizeof(T)) : 0);
+}
+
+// The pipeline both kernels share: prologue, one barrier per K-step, the
+// copies of step t + kStages - 1 issued before step t is multiplied.
+// copy_step(stage) copies the next K-step (in order) into that stage.
+template <typename T, class Cfg, class CopyStep>
+__device__ __forceinline__ void run_pipeline(int k_steps, T* As, T* Bs, const ThreadOrigin<T, Cfg>& o, bool live,
+                                             CopyStep&& copy_step,
+                                             T (&acc)[Cfg::ThreadTile::kM][Cfg::ThreadTile::kN]) {
+  constexpr int V = dev::kVec16<T>;
+  constexpr int kRowA = Cfg::BlockTile::kM + V, kRowB = Cfg::BlockTile::kN + V;
+  constexpr int kStageA = kTileK * kRowA, kStageB = kTileK * kRowB;
+  CK_UNROLL
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < k_steps) copy_step(s);
+    dev::cp_async_commit();  // possibly empty: keeps the group count fixed
+  }
+  for (int t = 0; t < k_steps; ++t) {
+    dev::cp_async_wait<kStages - 2>();  // step t has landed (for this thread)
+    __syncthreads();                    // ... for all, and step t - 1 is consumed
+    const int next = t + kStages - 1;
+    if (next < k_steps) copy_step(next % kStages);
+    dev::cp_async_commit();
+    const int s = t % kStages;
+    if (live) multiply_stage<T, Cfg, kRowA, kRowB>(As + s * kStageA, Bs + s * kStageB, o, acc);
+  }
+  dev::cp_async_wait<0>();  // only empty groups are left
+}
+
+template <typename T, class Cfg>
+struct StageArrays {
+  static constexpr int V = dev::kVec16<T>;
+  static constexpr int kRowA = Cfg::BlockTile::kM + V, kRowB = Cfg::BlockTile::kN + V;
+  static constexpr int kA = kStages * kTileK * kRowA, kB = kStages * kTileK * kRowB;
+};
+
+// Forward and backward-data. blockIdx.x = m tile * n_tiles + column tile,
+// blockIdx.y = group. Problem supplies M, cols, depth and
+// store(grp, m, col, slice, acc).
+template <typename T, class Cfg, class Problem>
+__global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_columns(Problem pb, Operands<T> op,
+                                                                                     int n_tiles) {
+  constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN;
+  using Arrays = StageArrays<T, Cfg>;
+  __shared__ __align__(16) SharedArray<T[Arrays::kA]> As;
+  __shared__ __align__(16) SharedArray<T[Arrays::kB]> Bs;
+  T* const a_stages = As;
+  T* const b_stages = Bs;
+  const PatchShape& ps = op.ps;
+  const int tid = threadIdx.x, grp = blockIdx.y;
+  const int m0 = static_cast<int>(blockIdx.x) / n_tiles * BM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BN;
+  const ThreadOrigin<T, Cfg> o;
+  const bool live = m0 + o.tm0 < pb.M && n0 + o.tn0 < pb.cols;
+
+  // A, lanes along k: one k of the step, rows tid / 8 + 16i.
+  constexpr int kARows = BM * kTileK / kThreads, kARowStep = kThreads / kTileK;
+  const int ak = tid % kTileK;
+  const T* arow[kARows];
+  CK_UNROLL
+  for (int i = 0; i < kARows; ++i) {
+    const int m = m0 + tid / kTileK + i * kARowStep;
+    arow[i] = m < pb.M ? op.a + (grp * pb.M + m) * op.a_ld : nullptr;
+  }
+  // B, lanes along the columns: one column (an output position) for the whole
+  // loop, rows k = tid / BN + step*i, each stepping its tap's digits.
+  constexpr int kBRows = BN * kTileK / kThreads, kBRowStep = kThreads / BN;
+  const int bcol = tid % BN;
+  const int col = n0 + bcol;
+  const Digits pos = to_digits(col < pb.cols ? col : 0, ps.P, ps.Q);
+  const int hp = pos.mid * ps.ah + ps.oh, wq = pos.lo * ps.aw + ps.ow;
+  // A backward-data phase that no tap reaches has R or S 0 (and depth 0).
+  const int R = ps.R > 0 ? ps.R : 1, S = ps.S > 0 ? ps.S : 1;
+  Digits tap[kBRows];
+  CK_UNROLL
+  for (int i = 0; i < kBRows; ++i) tap[i] = to_digits(tid / BN + i * kBRowStep, R, S);
+  const Digits tap_step = to_digits(kTileK, R, S);
+
+  int k0 = 0;
+  auto copy_step = [&](int stage) {
+    T* as = a_stages + stage * kTileK * Arrays::kRowA;
+    T* bs = b_stages + stage * kTileK * Arrays::kRowB;
+    const int k = k0 + ak;
+    CK_UNROLL
+    for (int i = 0; i < kARows; ++i)
+      copy_element(as + ak * Arrays::kRowA + tid / kTileK + i * kARowStep,
+                   arow[i] != nullptr && k < pb.depth ? arow[i] + k : nullptr, op.a);
+    CK_UNROLL
+    for (int i = 0; i < kBRows; ++i) {
+      const int kk = tid / BN + i * kBRowStep;
+      const T* src = col < pb.cols && k0 + kk < pb.depth
+                         ? image_element(op, grp, pos.hi, tap[i].hi, hp + tap[i].mid * ps.th, wq + tap[i].lo * ps.tw)
+                         : nullptr;
+      copy_element(bs + kk * Arrays::kRowB + bcol, src, op.img);
+      add_digits(tap[i], tap_step, R, S);
+    }
+    k0 += kTileK;
+  };
+  T acc[Cfg::ThreadTile::kM][Cfg::ThreadTile::kN] = {};
+  run_pipeline<T, Cfg>((pb.depth + kTileK - 1) / kTileK, a_stages, b_stages, o, live, copy_step, acc);
+  if (!live) return;
+  CK_UNROLL
+  for (int i = 0; i < Cfg::ThreadTile::kM; ++i)
+    CK_UNROLL
+    for (int j = 0; j < Cfg::ThreadTile::kN; ++j) {
+      const int m = m0 + o.row(i), c = n0 + o.col(j);
+      if (m < pb.M && c < pb.cols) pb.store(grp, m, c, 0, acc[i][j]);
+    }
+}
+
+// Backward-weights. blockIdx.x = m tile * n_tiles + column tile, blockIdx.y
+// = group, blockIdx.z = split-K slice of slice_len positions (a multiple of
+// kTileK). Problem supplies M, cols (C/groups*R*S), depth (N*P*Q) and store.
+template <typename T, class Cfg, class Problem>
+__global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_positions(Problem pb, Operands<T> op,
+                                                                                       int n_tiles, int slice_len) {
+  constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN;
+  using Arrays = StageArrays<T, Cfg>;
+  __shared__ __align__(16) SharedArray<T[Arrays::kA]> As;
+  __shared__ __align__(16) SharedArray<T[Arrays::kB]> Bs;
+  T* const a_stages = As;
+  T* const b_stages = Bs;
+  const PatchShape& ps = op.ps;
+  const int tid = threadIdx.x, grp = blockIdx.y;
+  const int m0 = static_cast<int>(blockIdx.x) / n_tiles * BM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BN;
+  const int k_begin = static_cast<int>(blockIdx.z) * slice_len;
+  const int k_end = pb.depth < k_begin + slice_len ? pb.depth : k_begin + slice_len;
+  const ThreadOrigin<T, Cfg> o;
+  const bool live = m0 + o.tm0 < pb.M && n0 + o.tn0 < pb.cols;
+  const int PQ = ps.P * ps.Q;
+
+  // Both operands' lanes walk the positions: one position of the step per
+  // thread, stepping its digits (n, p, q); rows tid / 8 + 16i.
+  constexpr int kRowStep = kThreads / kTileK;
+  constexpr int kARows = BM * kTileK / kThreads, kBRows = BN * kTileK / kThreads;
+  const int kk = tid % kTileK;
+  Digits pos = to_digits(k_begin + kk, ps.P, ps.Q);
+  const Digits pos_step = to_digits(kTileK, ps.P, ps.Q);
+  int arow[kARows];  // dy's channel, or -1 past M
+  CK_UNROLL
+  for (int i = 0; i < kARows; ++i) {
+    const int m = m0 + tid / kTileK + i * kRowStep;
+    arow[i] = m < pb.M ? grp * pb.M + m : -1;
+  }
+  // B's rows are filter taps, fixed: channel (or -1 past the columns) and shifts.
+  int bc[kBRows], brh[kBRows], bsw[kBRows];
+  CK_UNROLL
+  for (int i = 0; i < kBRows; ++i) {
+    const int c = n0 + tid / kTileK + i * kRowStep;
+    const Digits t = to_digits(c < pb.cols ? c : 0, ps.R, ps.S);
+    bc[i] = c < pb.cols ? t.hi : -1;
+    brh[i] = t.mid * ps.th;
+    bsw[i] = t.lo * ps.tw;
+  }
+
+  int k0 = k_begin;
+  auto copy_step = [&](int stage) {
+    T* as = a_stages + stage * kTileK * Arrays::kRowA;
+    T* bs = b_stages + stage * kTileK * Arrays::kRowB;
+    const bool k_ok = k0 + kk < k_end;
+    const int hp = pos.mid * ps.ah + ps.oh, wq = pos.lo * ps.aw + ps.ow;
+    const int pq = pos.mid * ps.Q + pos.lo;
+    CK_UNROLL
+    for (int i = 0; i < kARows; ++i)
+      copy_element(as + kk * Arrays::kRowA + tid / kTileK + i * kRowStep,
+                   k_ok && arow[i] >= 0 ? op.a + (pos.hi * op.a_channels + arow[i]) * PQ + pq : nullptr, op.a);
+    CK_UNROLL
+    for (int i = 0; i < kBRows; ++i)
+      copy_element(bs + kk * Arrays::kRowB + tid / kTileK + i * kRowStep,
+                   k_ok && bc[i] >= 0 ? image_element(op, grp, pos.hi, bc[i], hp + brh[i], wq + bsw[i]) : nullptr,
+                   op.img);
+    add_digits(pos, pos_step, ps.P, ps.Q);
+    k0 += kTileK;
+  };
+  T acc[Cfg::ThreadTile::kM][Cfg::ThreadTile::kN] = {};
+  run_pipeline<T, Cfg>(k_end > k_begin ? (k_end - k_begin + kTileK - 1) / kTileK : 0, a_stages, b_stages, o, live, copy_step,
+                       acc);
+  if (!live) return;
+  CK_UNROLL
+  for (int i = 0; i < Cfg::ThreadTile::kM; ++i)
+    CK_UNROLL
+    for (int j = 0; j < Cfg::ThreadTile::kN; ++j) {
+      const int m = m0 + o.row(i), c = n0 + o.col(j);
+      if (m < pb.M && c < pb.cols) pb.store(grp, m, c, blockIdx.z, acc[i][j]);
+    }
+}
+
+}  // namespace convkit::CK_GPU_NS::pipelined
