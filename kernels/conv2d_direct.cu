@@ -418,32 +418,6 @@ __global__ void __launch_bounds__(kWeightThreads)
   }
 }
 
-// ============================== bias gradient ==============================
-
-constexpr int kBiasThreads = 256;
-
-// db[k] = sum_{n, p, q} dy[n][k][p][q]. Block k: threads stride over the
-// N*P*Q values (coalesced within each plane), then a shared-memory tree.
-// Floor: N*K*P*Q reads, as many adds.
-template <typename T>
-__global__ void __launch_bounds__(kBiasThreads) bias_gradient_kernel(ConvGeometry g, const T* dy, T* db) {
-  CK_DYNAMIC_SHARED(T, partial);
-  const int k = static_cast<int>(blockIdx.x), tid = static_cast<int>(threadIdx.x);
-  const int64_t plane = static_cast<int64_t>(g.P) * g.Q, count = plane * g.N;
-  T sum = T(0);
-  for (int64_t i = tid; i < count; i += kBiasThreads) {
-    const int64_t n = i / plane;
-    sum += dy[(n * g.K + k) * plane + i % plane];
-  }
-  partial[tid] = sum;
-  __syncthreads();
-  for (int half = kBiasThreads / 2; half > 0; half /= 2) {
-    if (tid < half) partial[tid] += partial[tid + half];
-    __syncthreads();
-  }
-  if (tid == 0) db[k] = partial[0];
-}
-
 // ============================== host side ==============================
 
 std::size_t forward_shared_bytes(const ConvGeometry& g, const DirectTiles& t, std::size_t elem) {
@@ -675,14 +649,6 @@ void launch_conv2d_direct_backward_weights(int version, DType dtype, const ConvG
     const dim3 grid(static_cast<unsigned>(ceil_div(g.Kg, t.kb) * ceil_div(g.Cg, t.cb)), static_cast<unsigned>(g.groups));
     launch(direct_backward_weights_v2<T>, grid, dim3(static_cast<unsigned>(weight_threads(t, g))),
            weight_shared_bytes(t, sizeof(T)), nullptr, g, t, xt, dyt, dwt);
-  });
-}
-
-void launch_conv2d_bias_gradient(DType dtype, const ConvGeometry& g, const void* dy, void* db) {
-  dispatch_floating(dtype, "conv2d bias gradient", [&](auto tag) {
-    using T = decltype(tag);
-    launch(bias_gradient_kernel<T>, dim3(static_cast<unsigned>(g.K)), dim3(kBiasThreads), kBiasThreads * sizeof(T),
-           nullptr, g, static_cast<const T*>(dy), static_cast<T*>(db));
   });
 }
 

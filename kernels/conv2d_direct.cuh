@@ -39,8 +39,4 @@ void launch_conv2d_direct_backward_data(int version, DType dtype, const ConvGeom
 // dw = the gradient of <y, dy> with respect to w (overwritten).
 void launch_conv2d_direct_backward_weights(int version, DType dtype, const ConvGeometry& g, const void* x,
                                            const void* dy, void* dw);
-// db[k] = sum over n, p, q of dy[n][k][p][q]: one block per channel, a tree
-// reduction (deterministic). Shared by every GPU convolution algorithm.
-void launch_conv2d_bias_gradient(DType dtype, const ConvGeometry& g, const void* dy, void* db);
-
 }  // namespace convkit::CK_GPU_NS

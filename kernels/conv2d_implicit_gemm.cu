@@ -80,8 +80,7 @@
 //      second kernel adds the slices in slice order (im2col.cu's
 //      sum_slices). The partition depends only on the descriptor and dtype,
 //      so the bits are the same on every run and every GPU.
-// v4 staged (kernels/conv2d_implicit_gemm_staged.cuh; not yet the default,
-//    see below): v3's
+// v4 staged (kernels/conv2d_implicit_gemm_staged.cuh): v3's
 //    tiles and inner loop, but no gathers from global memory. Per K-step the
 //    image rows the tile's positions reach (one contiguous run per channel)
 //    and the A rows are copied to shared memory with cp.async in aligned
@@ -91,10 +90,10 @@
 //    are contiguous runs of just its taps. Where v4 cannot run (a plane or
 //    stride phase under 32 positions, a patch over its shared memory, no
 //    workspace for the transposed filter) the algorithm runs v3.
-//    Version 3 stays the default until a GPU says otherwise: the sim
-//    model puts v4 at 0.99-1.12x v3's time (less DRAM traffic, more shared
-//    memory traffic, a slower phase transpose), and what v4 should win,
-//    latency, only a GPU run measures (docs/algorithms/im2col_gemm.md).
+//    The sim model put v4 at 0.99-1.12x v3's time (less DRAM traffic, more
+//    shared memory traffic, a slower phase transpose); the H200 measured it
+//    1.0-1.7x faster than v3 where it runs (16x16 planes and up), so what
+//    the model cannot see, latency, was what mattered.
 // v5 pipelined (kernels/conv2d_implicit_gemm_pipelined.cuh): what the H200
 //    showed v3 lacks. GEMM v6's warp tiles (64x64 or 64x32, 4x8 or 4x4 per
 //    thread, 16-byte fragment reads), a 4-stage cp.async pipeline of
@@ -103,6 +102,10 @@
 //    loop divides nothing. Backward-data runs per stride phase on v4's
 //    phase-transposed filter; backward-weights splits K as v3 does. Where
 //    the transposed filter does not fit the workspace, v3 runs instead.
+//    The default since the H200 timed it (docs/gpu/measured-h200.md): on
+//    44 of the 45 passes of cifar10-cnn's and resnet18-cifar's layers it is
+//    the fastest implicit version, up to 4.7x faster than v3 (the 45th,
+//    layer2.down's backward-data, within 3% of v3).
 //
 // Indices are 32-bit: the launcher refuses a descriptor whose tensors have
 // 2^31 elements or more (the explicit path then runs it).
@@ -111,6 +114,8 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/conv2d_implicit_gemm.cuh"
@@ -355,17 +360,34 @@ void with_pipelined_tile(int M, int cols, int groups, int slices, F&& f) {
   else f(pipelined::Tile64x32{});
 }
 
+// Version 5's column products of one pass (forward's one, backward-data's
+// stride phases), all with the same M: launched up to kMaxProducts at a time,
+// with the tile their total columns call for.
 template <typename T, class Problem>
-void run_pipelined_columns(const Problem& pb, const pipelined::Operands<T>& op, int groups) {
-  if (pb.M == 0 || pb.cols == 0) return;
-  with_pipelined_tile(pb.M, pb.cols, groups, 1, [&](auto cfg) {
-    using Cfg = decltype(cfg);
-    const int n_tiles = static_cast<int>(ceil_div(pb.cols, Cfg::BlockTile::kN));
-    const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Cfg::BlockTile::kM) * n_tiles),
-                    static_cast<unsigned>(groups));
-    launch(pipelined::implicit_gemm_v5_columns<T, Cfg, Problem>, grid, dim3(pipelined::kThreads), 0, nullptr, pb, op,
-           n_tiles);
-  });
+void run_pipelined_columns(const std::vector<std::pair<Problem, pipelined::Operands<T>>>& products, int groups) {
+  constexpr int kMax = pipelined::kMaxProducts;
+  for (std::size_t begin = 0; begin < products.size(); begin += kMax) {
+    const std::size_t end = std::min(products.size(), begin + kMax);
+    int cols = 0;
+    for (std::size_t i = begin; i < end; ++i) cols += products[i].first.cols;
+    const int M = products[begin].first.M;
+    if (M == 0 || cols == 0) continue;
+    with_pipelined_tile(M, cols, groups, 1, [&](auto cfg) {
+      using Cfg = decltype(cfg);
+      pipelined::ColumnProducts<T, Problem> batch{};
+      const int m_tiles = static_cast<int>(ceil_div(M, Cfg::BlockTile::kM));
+      for (std::size_t i = begin; i < end; ++i) {
+        const int j = batch.count++;
+        batch.pb[j] = products[i].first;
+        batch.op[j] = products[i].second;
+        batch.n_tiles[j] = static_cast<int>(ceil_div(products[i].first.cols, Cfg::BlockTile::kN));
+        batch.first[j + 1] = batch.first[j] + m_tiles * batch.n_tiles[j];
+      }
+      const dim3 grid(static_cast<unsigned>(batch.first[batch.count]), static_cast<unsigned>(groups));
+      launch(pipelined::implicit_gemm_v5_columns<T, Cfg, Problem>, grid, dim3(pipelined::kThreads), 0, nullptr,
+             batch);
+    });
+  }
 }
 
 template <typename T>
@@ -424,7 +446,7 @@ void run_problem(const Problem& pb, int groups, int version, Split split = {}) {
 void register_conv2d_implicit_gemm_family() {
   static const bool registered = [] {
     register_kernel_family(
-        {"conv2d_implicit_gemm", kVersions, kImplicitGemmTiledVersion,
+        {"conv2d_implicit_gemm", kVersions, kImplicitGemmPipelinedVersion,
          "v1 explicit: im2col writes the column matrix, the gemm family multiplies (every descriptor)\n"
          "v2 implicit simple: one thread per output, the K loop gathering its column entries from x or dy\n"
          "v3 implicit tiled: 64x64x32 tiles gathered into shared memory, 4x4 outputs per thread, "
@@ -469,7 +491,8 @@ void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const
     const ForwardProblem<T> pb{g, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
                                static_cast<T*>(y), g.Kg, g.N * g.PQ, g.Cg * g.RS};
     if (version == kImplicitGemmPipelinedVersion) {
-      run_pipelined_columns<T>(pb, {image_patch(g), pb.x, pb.w, pb.depth, 0}, static_cast<int>(d.groups));
+      run_pipelined_columns<T, ForwardProblem<T>>({{pb, {image_patch(g), pb.x, pb.w, pb.depth, 0}}},
+                                                  static_cast<int>(d.groups));
       return;
     }
     if (version != kImplicitGemmStagedVersion) {
@@ -502,8 +525,10 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
     }
     // One product per stride phase: sh * sw launches, each over only the taps
     // that reach its pixels (a phase no tap reaches gets zeros). Version 4's
-    // and 5's filter is transposed phase by phase, each phase's slice after the last.
+    // and 5's filter is transposed phase by phase, each phase's slice after
+    // the last; version 5 then launches the phases together.
     int phase_offset = 0;
+    std::vector<std::pair<BackwardDataProblem<T>, pipelined::Operands<T>>> phases;
     for (int a = 0; a < g.sh; ++a)
       for (int b = 0; b < g.sw; ++b) {
         const StridePhase ph = stride_phase(a, g.sh, g.pt, g.dh, g.R, g.H);
@@ -525,7 +550,7 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
         }
         pb.wt = wtp;
         if (version == kImplicitGemmPipelinedVersion) {
-          run_pipelined_columns<T>(pb, {phase_patch(g, ph, pw), pb.dy, wtp, depth, 0}, static_cast<int>(d.groups));
+          phases.push_back({pb, {phase_patch(g, ph, pw), pb.dy, wtp, depth, 0}});
           phase_offset += total;
           continue;
         }
@@ -534,6 +559,7 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
         phase_offset += total;
         run_staged_columns<T>(pb, st, g.N, static_cast<int>(d.groups), aligned16({dy, wt}));
       }
+    run_pipelined_columns<T, BackwardDataProblem<T>>(phases, static_cast<int>(d.groups));
   });
 }
 

@@ -12,13 +12,13 @@
 //     (kernels/im2col.cu, kernels/gemm.cu); the twin, runs every descriptor
 //   2 implicit, simple: one thread per output element, the K loop gathering
 //     the column entries it needs on the fly
-//   3 implicit, tiled (the default): 64x64 tiles staged through shared
+//   3 implicit, tiled: 64x64 tiles staged through shared
 //     memory by gathering loaders, 4x4 outputs per thread, split-K for the
 //     weight gradient; also what runs a descriptor version 4 cannot
 //   4 implicit, staged: version 3's tiles, the image patch
 //     and the A rows copied to shared memory as aligned row-contiguous runs,
 //     im2col formed from there (kernels/conv2d_implicit_gemm_staged.cuh)
-//   5 implicit, pipelined: warp tiles (64x64 or 64x32) fed by a 4-stage
+//   5 implicit, pipelined (the default): warp tiles fed by a 4-stage
 //     cp.async pipeline of gathered elements, whose indices step by
 //     mixed-radix adds instead of divisions
 //     (kernels/conv2d_implicit_gemm_pipelined.cuh)
@@ -71,7 +71,7 @@ void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const
 void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d, const void* dy, const void* w,
                                                void* dx, void* workspace, int version);
 // dw = the gradient of <y, dy> with respect to w (the bias gradient is the
-// caller's: kernels/im2col.cuh launch_bias_grad). Overwrites dw.
+// caller's: kernels/bias_gradient.cuh). Overwrites dw.
 void launch_conv2d_implicit_gemm_backward_weights(DType dtype, const Conv2dDesc& d, const void* x, const void* dy,
                                                   void* dw, void* workspace, int version);
 

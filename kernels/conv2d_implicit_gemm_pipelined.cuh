@@ -36,10 +36,11 @@
 // empty (cifar10-cnn's 32-channel layers).
 //
 // Two kernels, by which way the K loop runs:
-//   columns    forward and each backward-data stride phase: K runs over
-//              filter taps (c, r, s) (a phase's taps (k, jr, js)), the columns
-//              are output positions (n, p, q). A is row-major (the filter, or
-//              the phase's transposed filter); B is the image gathered.
+//   columns    forward, or up to four backward-data stride phases in one
+//              launch: K runs over filter taps (c, r, s) (a phase's taps
+//              (k, jr, js)), the columns are output positions (n, p, q). A is
+//              row-major (the filter, or the phase's transposed filter); B is
+//              the image gathered.
 //   positions  backward-weights: K runs over output positions (n, p, q) of
 //              every image, the columns are filter taps. A is dy, B the
 //              image gathered; K is cut into split-K slices (blockIdx.z)
@@ -157,21 +158,43 @@ struct StageArrays {
   static constexpr int kA = kStages * kTileK * kRowA, kB = kStages * kTileK * kRowB;
 };
 
-// Forward and backward-data. blockIdx.x = m tile * n_tiles + column tile,
-// blockIdx.y = group. Problem supplies M, cols, depth and
-// store(grp, m, col, slice, acc).
+// Up to kMaxProducts column products with the same M and group count in one
+// launch: forward is one; backward-data's stride phases are up to four
+// (sh * sw at stride 2), launched together so that a phase's short grid does
+// not leave the GPU idle while it runs alone (the first runs launched the
+// phases one after another). Blocks [first[i], first[i+1]) are product i's.
+inline constexpr int kMaxProducts = 4;
+
+template <typename T, class Problem>
+struct ColumnProducts {
+  Problem pb[kMaxProducts];
+  Operands<T> op[kMaxProducts];
+  int n_tiles[kMaxProducts];
+  int first[kMaxProducts + 1];
+  int count;
+};
+
+// Forward and backward-data. blockIdx.x = first block of the product + m tile
+// * n_tiles + column tile, blockIdx.y = group. Problem supplies M, cols,
+// depth and store(grp, m, col, slice, acc).
 template <typename T, class Cfg, class Problem>
-__global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_columns(Problem pb, Operands<T> op,
-                                                                                     int n_tiles) {
+__global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks)
+    implicit_gemm_v5_columns(ColumnProducts<T, Problem> products) {
   constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN;
   using Arrays = StageArrays<T, Cfg>;
   __shared__ __align__(16) SharedArray<T[Arrays::kA]> As;
   __shared__ __align__(16) SharedArray<T[Arrays::kB]> Bs;
   T* const a_stages = As;
   T* const b_stages = Bs;
+  int which = 0;
+  while (which + 1 < products.count && static_cast<int>(blockIdx.x) >= products.first[which + 1]) ++which;
+  const Problem& pb = products.pb[which];
+  const Operands<T>& op = products.op[which];
+  const int n_tiles = products.n_tiles[which];
+  const int tile = static_cast<int>(blockIdx.x) - products.first[which];
   const PatchShape& ps = op.ps;
   const int tid = threadIdx.x, grp = blockIdx.y;
-  const int m0 = static_cast<int>(blockIdx.x) / n_tiles * BM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BN;
+  const int m0 = tile / n_tiles * BM, n0 = tile % n_tiles * BN;
   const ThreadOrigin<T, Cfg> o;
   const bool live = m0 + o.tm0 < pb.M && n0 + o.tn0 < pb.cols;
 

@@ -118,39 +118,6 @@ __global__ void bias_fill_kernel(const T* __restrict__ bias, T* __restrict__ y, 
     y[i] = bias[(i / plane) % K];
 }
 
-// One block per output channel k (grid-stride over k): the block's threads
-// stride over the N*plane values of channel k, then a shared-memory tree adds
-// the 256 partial sums. Fixed thread count and order, so the same inputs
-// always give the same bits. Floor: dy read once.
-constexpr int kBiasThreads = 256;
-
-template <typename T>
-__global__ void __launch_bounds__(kBiasThreads)
-    bias_grad_kernel(const T* __restrict__ dy, T* __restrict__ db, std::int64_t N, std::int64_t K,
-                     std::int64_t plane) {
-  __shared__ SharedArray<T[kBiasThreads]> partial;
-  const int tid = threadIdx.x;
-  for (std::int64_t k = blockIdx.x; k < K; k += gridDim.x) {
-    // Thread tid visits flat positions tid, tid + 256, ... of the channel's
-    // N x plane values; (n, i) advance incrementally instead of by division.
-    T sum = 0;
-    std::int64_t n = tid / plane, i = tid % plane;
-    while (n < N) {
-      sum += dy[(n * K + k) * plane + i];
-      i += kBiasThreads;
-      while (i >= plane) i -= plane, ++n;
-    }
-    partial[tid] = sum;
-    __syncthreads();
-    for (int half = kBiasThreads / 2; half > 0; half /= 2) {
-      if (tid < half) partial[tid] += partial[tid + half];
-      __syncthreads();
-    }
-    if (tid == 0) db[k] = partial[0];
-    __syncthreads();  // partial is rewritten for the next k
-  }
-}
-
 template <typename T>
 __global__ void sum_slices_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t slices,
                                   std::int64_t n) {
@@ -233,19 +200,6 @@ void launch_bias_fill(DType dtype, const void* bias, std::int64_t images, std::i
     using T = decltype(t);
     launch(bias_fill_kernel<T>, dim3(shape.blocks), dim3(shape.threads), 0, nullptr, static_cast<const T*>(bias),
            static_cast<T*>(y), K, plane, total);
-  });
-}
-
-void launch_bias_grad(DType dtype, const void* dy, std::int64_t N, std::int64_t K, std::int64_t plane, void* db) {
-  CK_CHECK(N >= 0 && K >= 0 && plane >= 0, "bias_grad: negative size (N ", N, ", K ", K, ", plane ", plane, ")");
-  if (K == 0) return;
-  CK_CHECK(db != nullptr && (dy != nullptr || N * plane == 0), "bias_grad: null buffer");
-  if (plane == 0) N = 0, plane = 1;  // every sum is empty; the kernel divides by plane
-  const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>(K, 4096));
-  dispatch_floating(dtype, "bias_grad", [&](auto t) {
-    using T = decltype(t);
-    launch(bias_grad_kernel<T>, dim3(blocks), dim3(kBiasThreads), 0, nullptr, static_cast<const T*>(dy),
-           static_cast<T*>(db), N, K, plane);
   });
 }
 

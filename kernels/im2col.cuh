@@ -33,9 +33,6 @@ void launch_col2im(DType dtype, const Conv2dDesc& d, const void* col, std::int64
 void launch_bias_fill(DType dtype, const void* bias, std::int64_t images, std::int64_t K, std::int64_t plane,
                       void* y);
 
-// db[k] = sum over n < N and i < plane of dy[n][k][i], in a fixed order.
-void launch_bias_grad(DType dtype, const void* dy, std::int64_t N, std::int64_t K, std::int64_t plane, void* db);
-
 // out[i] = sum over s < slices, in order, of in[s * n + i], for i < n.
 void launch_sum_slices(DType dtype, const void* in, std::int64_t slices, std::int64_t n, void* out);
 

@@ -31,12 +31,16 @@ bool runs(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) { return conv_regi
 //     7x7, because on the GPU im2col_gemm's GEMM runs at a far higher fraction
 //     of peak than fft's per-frequency complex GEMMs over short C/g. It is not
 //     yet measured on a GPU (docs/gpu/conv2d_fft.md says how to).
-//  2. winograd for undilated 3x3 filters at stride 1. Measured on an H200
-//     (docs/gpu/measured-h200.md): on all nine such layers of cifar10-cnn
-//     and resnet18-cifar at batch 128, its three passes took 2.6-7.6x less
-//     time than im2col_gemm's, and less than cuDNN's best on six of them.
-//     Before this rule the choice was im2col_gemm, and its passes were
-//     nearly all of a cifar10-cnn training step.
+//  2. winograd for undilated 3x3 filters at stride 1 with more than 4 input
+//     channels per group. Measured on an H200 (docs/gpu/measured-h200.md):
+//     on the seven such layers of cifar10-cnn and resnet18-cifar at batch
+//     128, its three passes took less time than those of im2col_gemm's
+//     version 3 (2.6-7.6x) and of its version 5 (1.0-3.0x), and less than
+//     cuDNN's best on most. A first layer (3 channels: RGB) is the
+//     exception: im2col_gemm's version 5 took 0.39 ms over the three passes
+//     of cifar10-cnn's against winograd's 0.49, 0.56 against 0.67 on
+//     resnet18-cifar's, because a 3-channel layer gives Winograd's
+//     transforms almost no channel sum to amortise them over.
 //  3. im2col_gemm otherwise: one large GEMM per chunk.
 //  4. direct when none runs (workspace_limit too small, or im2col_gemm not
 //     available): it needs no workspace and supports every descriptor.
@@ -49,7 +53,9 @@ ConvAlgo GpuBackend::conv2d_heuristic(const Conv2dDesc& desc, DType dtype) {
   const bool enough_outputs = desc.N * desc.P() * desc.Q() >= 4096;
   if (stride_one && large_filter && enough_outputs && runs(ConvAlgo::fft, desc, dtype)) return ConvAlgo::fft;
   const bool undilated_3x3 = desc.R == 3 && desc.S == 3 && desc.dilation_h == 1 && desc.dilation_w == 1;
-  if (stride_one && undilated_3x3 && runs(ConvAlgo::winograd, desc, dtype)) return ConvAlgo::winograd;
+  const bool few_channels = desc.C_per_group() <= 4;
+  if (stride_one && undilated_3x3 && !few_channels && runs(ConvAlgo::winograd, desc, dtype))
+    return ConvAlgo::winograd;
   if (runs(ConvAlgo::im2col_gemm, desc, dtype)) return ConvAlgo::im2col_gemm;
   return ConvAlgo::direct;
 }

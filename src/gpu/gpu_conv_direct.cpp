@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gpu/gpu_conv_algorithm.h"
+#include "kernels/bias_gradient.cuh"
 #include "kernels/conv2d_direct.cuh"
 
 namespace convkit::CK_GPU_NS {
@@ -48,7 +49,7 @@ class DirectGpuConv final : public conv::ConvAlgorithm {
                         void*) const override {
     const ConvGeometry g = checked(desc, dtype, ConvPass::backward_weights);
     launch_conv2d_direct_backward_weights(version_for(g, dtype), dtype, g, x, dy, dw);
-    if (db != nullptr) launch_conv2d_bias_gradient(dtype, g, dy, db);
+    if (db != nullptr) launch_bias_gradient(dtype, dy, desc.N, desc.K, desc.P() * desc.Q(), db);
   }
 
  private:

@@ -16,6 +16,7 @@
 
 #include "conv/fft_tiling.h"
 #include "gpu/gpu_conv_algorithm.h"
+#include "kernels/bias_gradient.cuh"
 #include "kernels/conv2d_direct.cuh"
 #include "kernels/conv2d_fft.cuh"
 
@@ -320,7 +321,7 @@ class FftGpuConv final : public conv::ConvAlgorithm {
                              static_cast<int>(desc.dilation_h), static_cast<int>(desc.dilation_w),
                              1.0 / static_cast<double>(t.tile_h * t.tile_w)};
     launch_fft_filters_inverse(plan.version, dtype, buf.filters, th, tw, K * Cg, sink, buf.scratch);
-    if (db != nullptr) launch_conv2d_bias_gradient(dtype, conv_geometry(desc), dy, db);
+    if (db != nullptr) launch_bias_gradient(dtype, dy, desc.N, desc.K, desc.P() * desc.Q(), db);
   }
 
  private:

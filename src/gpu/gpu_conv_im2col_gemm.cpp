@@ -52,6 +52,7 @@
 #include "convkit/backend/precision.h"
 #include "gpu/gpu_backend.h"
 #include "gpu/gpu_conv_algorithm.h"
+#include "kernels/bias_gradient.cuh"
 #include "kernels/conv2d_implicit_gemm.cuh"
 #include "kernels/conv2d_implicit_gemm_tensor_core.cuh"
 #include "kernels/dispatch.cuh"
@@ -289,12 +290,12 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
     if (const int v = reduced_precision_version(d, dtype)) {
       launch_conv2d_implicit_gemm_tensor_core_backward_weights(tensor_core_precision(float32_precision()), dtype, d,
                                                                x, dy, dw, workspace, v);
-      if (db != nullptr) launch_bias_grad(dtype, dy, d.N, d.K, d.P() * d.Q(), db);
+      if (db != nullptr) launch_bias_gradient(dtype, dy, d.N, d.K, d.P() * d.Q(), db);
       return;
     }
     if (const int v = implicit_version(d, dtype)) {
       launch_conv2d_implicit_gemm_backward_weights(dtype, d, x, dy, dw, workspace, v);
-      if (db != nullptr) launch_bias_grad(dtype, dy, d.N, d.K, d.P() * d.Q(), db);
+      if (db != nullptr) launch_bias_gradient(dtype, dy, d.N, d.K, d.P() * d.Q(), db);
       return;
     }
     const GemmShape g(d);
@@ -334,7 +335,7 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
       }
     }
     if (chunk > 1) launch_sum_slices(dtype, l.accumulators, chunk, g.dw_elems(), dw);
-    if (db != nullptr) launch_bias_grad(dtype, dyp, g.N, g.K, g.plane, db);
+    if (db != nullptr) launch_bias_gradient(dtype, dyp, g.N, g.K, g.plane, db);
   }
 };
 

@@ -17,6 +17,7 @@
 #include "conv/correlation.h"
 #include "conv/winograd_tiling.h"
 #include "gpu/gpu_conv_algorithm.h"
+#include "kernels/bias_gradient.cuh"
 #include "kernels/conv2d_direct.cuh"
 #include "kernels/conv2d_winograd.cuh"
 
@@ -171,7 +172,7 @@ class WinogradGpuConv final : public conv::ConvAlgorithm {
     }
     launch_winograd_weight_transform(dtype, plan.geo.m, static_cast<int>(desc.K),
                                      static_cast<int>(desc.C_per_group()), buf.filters, dw);
-    if (db != nullptr) launch_conv2d_bias_gradient(dtype, conv_geometry(desc), dy, db);
+    if (db != nullptr) launch_bias_gradient(dtype, dy, desc.N, desc.K, desc.P() * desc.Q(), db);
   }
 
  private:

@@ -28,14 +28,16 @@ TEST(ConvAlgoSelection, ExplicitChoicesWinOverTheDefaultAndTheDefaultOverTheHeur
 }
 
 // The GPU's rule (src/gpu/gpu_conv.cpp), through sim, which runs the GPU
-// backend's code: winograd for undilated 3x3 at stride 1, fft for large
-// filters, im2col_gemm for the rest.
+// backend's code: winograd for undilated 3x3 at stride 1 past 4 channels,
+// fft for large filters, im2col_gemm for the rest (first layers included).
 TEST(ConvAlgoSelection, TheGpuHeuristicTakesWinogradForStrideOne3x3) {
   const auto pick = [](const Conv2dDesc& d) { return backend_for(kSim).conv2d_heuristic(d, DType::float32); };
   const auto desc = [](std::int64_t c, std::int64_t k, std::int64_t size, std::int64_t r, Conv2dParams p) {
     return make_conv2d_desc({8, c, size, size}, {k, c, r, r}, p);
   };
-  EXPECT_EQ(pick(desc(3, 32, 32, 3, Conv2dParams().padding(1))), ConvAlgo::winograd);   // a first layer
+  EXPECT_EQ(pick(desc(3, 32, 32, 3, Conv2dParams().padding(1))), ConvAlgo::im2col_gemm);  // a first layer
+  EXPECT_EQ(pick(desc(4, 32, 32, 3, Conv2dParams().padding(1))), ConvAlgo::im2col_gemm);  // RGBA
+  EXPECT_EQ(pick(desc(5, 32, 32, 3, Conv2dParams().padding(1))), ConvAlgo::winograd);
   EXPECT_EQ(pick(desc(64, 64, 16, 3, Conv2dParams().padding(1))), ConvAlgo::winograd);
   EXPECT_EQ(pick(desc(64, 128, 16, 3, Conv2dParams().padding(1).stride(2))), ConvAlgo::im2col_gemm);
   EXPECT_EQ(pick(desc(64, 64, 16, 3, Conv2dParams().padding(2).dilation(2))), ConvAlgo::im2col_gemm);

@@ -7,6 +7,7 @@
 
 #include "convkit/sim/schedule.h"
 #include "gpu/gpu_testing.h"
+#include "kernels/bias_gradient.cuh"
 #include "kernels/im2col.cuh"
 
 namespace convkit {
@@ -130,7 +131,8 @@ TEST(GpuIm2col, BiasFillGradientAndSlotSum) {
   std::mt19937_64 rng(testing::kSeed + 503);
   for (DType dt : {DType::float32, DType::float64}) {
     for (auto [N, K, plane] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 1, 1}, {3, 5, 7},
-                               {2, 3, 300}, {5, 2, 0}, {4, 33, 49}}) {
+                               {2, 3, 300}, {5, 2, 0}, {4, 33, 49},
+                               {33, 3, 600}}) {  // more images than v2's 16 warps, two rounds of 8 loads
       const std::vector<double> bias = random_values(K, rng);
       const Tensor bd = from_vector(bias, {K}, kernel_options(dt));
       Tensor y = full({std::max<std::int64_t>(N * K * plane, 1)}, 7.0, kernel_options(dt));
@@ -143,12 +145,14 @@ TEST(GpuIm2col, BiasFillGradientAndSlotSum) {
       const Tensor dyd = from_vector(dy.empty() ? std::vector<double>{0.0} : dy,
                                      {std::max<std::int64_t>(N * K * plane, 1)}, kernel_options(dt));
       const std::vector<double> dyr = dyd.to_vector<double>();
-      Tensor db = full({K}, 7.0, kernel_options(dt));
-      kernels::launch_bias_grad(dt, dyd.raw_data(), N, K, plane, db.raw_data());
       std::vector<double> want(static_cast<std::size_t>(K), 0.0);
       for (std::int64_t i = 0; i < N * K * plane; ++i) want[static_cast<std::size_t>((i / plane) % K)] += dyr[static_cast<std::size_t>(i)];
-      EXPECT_TRUE(testing::all_close(db, want, tolerance(dt) * static_cast<double>(N * plane + 1), tolerance(dt)))
-          << dt << " N=" << N << " K=" << K << " plane=" << plane;
+      for (int version : {1, 2}) {
+        Tensor db = full({K}, 7.0, kernel_options(dt));
+        kernels::launch_bias_gradient(dt, dyd.raw_data(), N, K, plane, db.raw_data(), version);
+        EXPECT_TRUE(testing::all_close(db, want, tolerance(dt) * static_cast<double>(N * plane + 1), tolerance(dt)))
+            << dt << " N=" << N << " K=" << K << " plane=" << plane << " v" << version;
+      }
     }
     for (std::int64_t slices : {1, 2, 7}) {
       const std::int64_t n = 37;
@@ -174,9 +178,11 @@ TEST(GpuIm2col, BiasGradientUnderOtherSchedules) {
   for (std::int64_t i = 0; i < N * K * plane; ++i) want[static_cast<std::size_t>((i / plane) % K)] += dyv[static_cast<std::size_t>(i)];
   for (const char* schedule : {"reverse", "random:5"}) {
     sim::ScopedSchedule scoped(sim::Schedule::parse(schedule));
-    Tensor db = full({K}, 7.0, kernel_options(DType::float64));
-    kernels::launch_bias_grad(DType::float64, dy.raw_data(), N, K, plane, db.raw_data());
-    EXPECT_TRUE(testing::all_close(db, want, 1e-12, 1e-12)) << schedule;
+    for (int version : {1, 2}) {
+      Tensor db = full({K}, 7.0, kernel_options(DType::float64));
+      kernels::launch_bias_gradient(DType::float64, dy.raw_data(), N, K, plane, db.raw_data(), version);
+      EXPECT_TRUE(testing::all_close(db, want, 1e-12, 1e-12)) << schedule << " v" << version;
+    }
   }
 }
 
