@@ -114,8 +114,6 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/conv2d_implicit_gemm.cuh"
@@ -360,34 +358,17 @@ void with_pipelined_tile(int M, int cols, int groups, int slices, F&& f) {
   else f(pipelined::Tile64x32{});
 }
 
-// Version 5's column products of one pass (forward's one, backward-data's
-// stride phases), all with the same M: launched up to kMaxProducts at a time,
-// with the tile their total columns call for.
 template <typename T, class Problem>
-void run_pipelined_columns(const std::vector<std::pair<Problem, pipelined::Operands<T>>>& products, int groups) {
-  constexpr int kMax = pipelined::kMaxProducts;
-  for (std::size_t begin = 0; begin < products.size(); begin += kMax) {
-    const std::size_t end = std::min(products.size(), begin + kMax);
-    int cols = 0;
-    for (std::size_t i = begin; i < end; ++i) cols += products[i].first.cols;
-    const int M = products[begin].first.M;
-    if (M == 0 || cols == 0) continue;
-    with_pipelined_tile(M, cols, groups, 1, [&](auto cfg) {
-      using Cfg = decltype(cfg);
-      pipelined::ColumnProducts<T, Problem> batch{};
-      const int m_tiles = static_cast<int>(ceil_div(M, Cfg::BlockTile::kM));
-      for (std::size_t i = begin; i < end; ++i) {
-        const int j = batch.count++;
-        batch.pb[j] = products[i].first;
-        batch.op[j] = products[i].second;
-        batch.n_tiles[j] = static_cast<int>(ceil_div(products[i].first.cols, Cfg::BlockTile::kN));
-        batch.first[j + 1] = batch.first[j] + m_tiles * batch.n_tiles[j];
-      }
-      const dim3 grid(static_cast<unsigned>(batch.first[batch.count]), static_cast<unsigned>(groups));
-      launch(pipelined::implicit_gemm_v5_columns<T, Cfg, Problem>, grid, dim3(pipelined::kThreads), 0, nullptr,
-             batch);
-    });
-  }
+void run_pipelined_columns(const Problem& pb, const pipelined::Operands<T>& op, int groups) {
+  if (pb.M == 0 || pb.cols == 0) return;
+  with_pipelined_tile(pb.M, pb.cols, groups, 1, [&](auto cfg) {
+    using Cfg = decltype(cfg);
+    const int n_tiles = static_cast<int>(ceil_div(pb.cols, Cfg::BlockTile::kN));
+    const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Cfg::BlockTile::kM) * n_tiles),
+                    static_cast<unsigned>(groups));
+    launch(pipelined::implicit_gemm_v5_columns<T, Cfg, Problem>, grid, dim3(pipelined::kThreads), 0, nullptr, pb, op,
+           n_tiles);
+  });
 }
 
 template <typename T>
@@ -491,8 +472,7 @@ void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const
     const ForwardProblem<T> pb{g, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
                                static_cast<T*>(y), g.Kg, g.N * g.PQ, g.Cg * g.RS};
     if (version == kImplicitGemmPipelinedVersion) {
-      run_pipelined_columns<T, ForwardProblem<T>>({{pb, {image_patch(g), pb.x, pb.w, pb.depth, 0}}},
-                                                  static_cast<int>(d.groups));
+      run_pipelined_columns<T>(pb, {image_patch(g), pb.x, pb.w, pb.depth, 0}, static_cast<int>(d.groups));
       return;
     }
     if (version != kImplicitGemmStagedVersion) {
@@ -525,10 +505,8 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
     }
     // One product per stride phase: sh * sw launches, each over only the taps
     // that reach its pixels (a phase no tap reaches gets zeros). Version 4's
-    // and 5's filter is transposed phase by phase, each phase's slice after
-    // the last; version 5 then launches the phases together.
+    // and 5's filter is transposed phase by phase, each phase's slice after the last.
     int phase_offset = 0;
-    std::vector<std::pair<BackwardDataProblem<T>, pipelined::Operands<T>>> phases;
     for (int a = 0; a < g.sh; ++a)
       for (int b = 0; b < g.sw; ++b) {
         const StridePhase ph = stride_phase(a, g.sh, g.pt, g.dh, g.R, g.H);
@@ -550,7 +528,7 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
         }
         pb.wt = wtp;
         if (version == kImplicitGemmPipelinedVersion) {
-          phases.push_back({pb, {phase_patch(g, ph, pw), pb.dy, wtp, depth, 0}});
+          run_pipelined_columns<T>(pb, {phase_patch(g, ph, pw), pb.dy, wtp, depth, 0}, static_cast<int>(d.groups));
           phase_offset += total;
           continue;
         }
@@ -559,7 +537,6 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
         phase_offset += total;
         run_staged_columns<T>(pb, st, g.N, static_cast<int>(d.groups), aligned16({dy, wt}));
       }
-    run_pipelined_columns<T, BackwardDataProblem<T>>(phases, static_cast<int>(d.groups));
   });
 }
 

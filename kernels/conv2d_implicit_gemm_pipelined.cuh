@@ -36,11 +36,10 @@
 // empty (cifar10-cnn's 32-channel layers).
 //
 // Two kernels, by which way the K loop runs:
-//   columns    forward, or up to four backward-data stride phases in one
-//              launch: K runs over filter taps (c, r, s) (a phase's taps
-//              (k, jr, js)), the columns are output positions (n, p, q). A is
-//              row-major (the filter, or the phase's transposed filter); B is
-//              the image gathered.
+//   columns    forward and each backward-data stride phase: K runs over
+//              filter taps (c, r, s) (a phase's taps (k, jr, js)), the columns
+//              are output positions (n, p, q). A is row-major (the filter, or
+//              the phase's transposed filter); B is the image gathered.
 //   positions  backward-weights: K runs over output positions (n, p, q) of
 //              every image, the columns are filter taps. A is dy, B the
 //              image gathered; K is cut into split-K slices (blockIdx.z)
@@ -48,6 +47,14 @@
 //              at 32), summed afterwards in slice order: a first layer's
 //              32 x 27 filter gradient over 131,072 positions is one tile,
 //              which 32 slices leave on 32 of 132 SMs.
+// Tried and reverted: launching backward-data's stride phases in one grid,
+// each block picking its phase's problem from an array of kernel parameters
+// (H200, lease 2, run 3). Backward-data gained nothing over the six stride-2
+// layers (1.32 ms against run 2's 1.29 phase by phase), and forward, one
+// problem through the same kernel, measured 20-25% slower than in run 2
+// (0.277 against 0.221 ms on resnet18-cifar layer2.conv1; two runs, so
+// partly noise). The likely cause: a problem indexed at run time is read
+// from the parameter bank by address, not folded into the instructions.
 // Both read the image through staged::PatchShape: element (c, r, s) at
 // position (n, p, q) is img[n][grp*Cg + c][p*ah + oh + r*th][q*aw + ow + s*tw].
 #include <cstdint>
@@ -108,13 +115,14 @@ struct Operands {
   int a_channels;
 };
 
-// The element of the image at tap (c, rh = r*th, sw = s*tw) and position
-// (n, hp = p*ah + oh, wq = q*aw + ow), or null in the padding.
+// Where img[n][grp*Cg + c][h][w] is, or null when (h, w) falls in the
+// padding (one unsigned compare per axis covers both sides).
 template <typename T>
 __device__ __forceinline__ const T* image_element(const Operands<T>& op, int grp, int n, int c, int h, int w) {
   const PatchShape& ps = op.ps;
-  if (static_cast<unsigned>(h) >= static_cast<unsigned>(ps.H) || static_cast<unsigned>(w) >= static_cast<unsigned>(ps.W))
-    return nullptr;
+  const bool inside = static_cast<unsigned>(h) < static_cast<unsigned>(ps.H) &&
+                      static_cast<unsigned>(w) < static_cast<unsigned>(ps.W);
+  if (!inside) return nullptr;
   return op.img + ((n * ps.C + grp * ps.Cg + c) * ps.H + h) * ps.W + w;
 }
 
@@ -151,6 +159,20 @@ __device__ __forceinline__ void run_pipeline(int k_steps, T* As, T* Bs, const Th
   dev::cp_async_wait<0>();  // only empty groups are left
 }
 
+// The tile's results, through the problem's store (slice: the split-K slice).
+template <typename T, class Cfg, class Problem>
+__device__ __forceinline__ void store_tile(const Problem& pb, int grp, int m0, int n0, int slice,
+                                           const ThreadOrigin<T, Cfg>& o,
+                                           const T (&acc)[Cfg::ThreadTile::kM][Cfg::ThreadTile::kN]) {
+  CK_UNROLL
+  for (int i = 0; i < Cfg::ThreadTile::kM; ++i)
+    CK_UNROLL
+    for (int j = 0; j < Cfg::ThreadTile::kN; ++j) {
+      const int m = m0 + o.row(i), c = n0 + o.col(j);
+      if (m < pb.M && c < pb.cols) pb.store(grp, m, c, slice, acc[i][j]);
+    }
+}
+
 template <typename T, class Cfg>
 struct StageArrays {
   static constexpr int V = dev::kVec16<T>;
@@ -158,43 +180,21 @@ struct StageArrays {
   static constexpr int kA = kStages * kTileK * kRowA, kB = kStages * kTileK * kRowB;
 };
 
-// Up to kMaxProducts column products with the same M and group count in one
-// launch: forward is one; backward-data's stride phases are up to four
-// (sh * sw at stride 2), launched together so that a phase's short grid does
-// not leave the GPU idle while it runs alone (the first runs launched the
-// phases one after another). Blocks [first[i], first[i+1]) are product i's.
-inline constexpr int kMaxProducts = 4;
-
-template <typename T, class Problem>
-struct ColumnProducts {
-  Problem pb[kMaxProducts];
-  Operands<T> op[kMaxProducts];
-  int n_tiles[kMaxProducts];
-  int first[kMaxProducts + 1];
-  int count;
-};
-
-// Forward and backward-data. blockIdx.x = first block of the product + m tile
-// * n_tiles + column tile, blockIdx.y = group. Problem supplies M, cols,
-// depth and store(grp, m, col, slice, acc).
+// Forward and backward-data. blockIdx.x = m tile * n_tiles + column tile,
+// blockIdx.y = group. Problem supplies M, cols, depth and
+// store(grp, m, col, slice, acc).
 template <typename T, class Cfg, class Problem>
-__global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks)
-    implicit_gemm_v5_columns(ColumnProducts<T, Problem> products) {
+__global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_columns(Problem pb, Operands<T> op,
+                                                                                     int n_tiles) {
   constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN;
   using Arrays = StageArrays<T, Cfg>;
   __shared__ __align__(16) SharedArray<T[Arrays::kA]> As;
   __shared__ __align__(16) SharedArray<T[Arrays::kB]> Bs;
   T* const a_stages = As;
   T* const b_stages = Bs;
-  int which = 0;
-  while (which + 1 < products.count && static_cast<int>(blockIdx.x) >= products.first[which + 1]) ++which;
-  const Problem& pb = products.pb[which];
-  const Operands<T>& op = products.op[which];
-  const int n_tiles = products.n_tiles[which];
-  const int tile = static_cast<int>(blockIdx.x) - products.first[which];
   const PatchShape& ps = op.ps;
   const int tid = threadIdx.x, grp = blockIdx.y;
-  const int m0 = tile / n_tiles * BM, n0 = tile % n_tiles * BN;
+  const int m0 = static_cast<int>(blockIdx.x) / n_tiles * BM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BN;
   const ThreadOrigin<T, Cfg> o;
   const bool live = m0 + o.tm0 < pb.M && n0 + o.tn0 < pb.cols;
 
@@ -243,14 +243,7 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks)
   };
   T acc[Cfg::ThreadTile::kM][Cfg::ThreadTile::kN] = {};
   run_pipeline<T, Cfg>((pb.depth + kTileK - 1) / kTileK, a_stages, b_stages, o, live, copy_step, acc);
-  if (!live) return;
-  CK_UNROLL
-  for (int i = 0; i < Cfg::ThreadTile::kM; ++i)
-    CK_UNROLL
-    for (int j = 0; j < Cfg::ThreadTile::kN; ++j) {
-      const int m = m0 + o.row(i), c = n0 + o.col(j);
-      if (m < pb.M && c < pb.cols) pb.store(grp, m, c, 0, acc[i][j]);
-    }
+  if (live) store_tile<T, Cfg>(pb, grp, m0, n0, 0, o, acc);
 }
 
 // Backward-weights. blockIdx.x = m tile * n_tiles + column tile, blockIdx.y
@@ -318,16 +311,9 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_po
     k0 += kTileK;
   };
   T acc[Cfg::ThreadTile::kM][Cfg::ThreadTile::kN] = {};
-  run_pipeline<T, Cfg>(k_end > k_begin ? (k_end - k_begin + kTileK - 1) / kTileK : 0, a_stages, b_stages, o, live, copy_step,
-                       acc);
-  if (!live) return;
-  CK_UNROLL
-  for (int i = 0; i < Cfg::ThreadTile::kM; ++i)
-    CK_UNROLL
-    for (int j = 0; j < Cfg::ThreadTile::kN; ++j) {
-      const int m = m0 + o.row(i), c = n0 + o.col(j);
-      if (m < pb.M && c < pb.cols) pb.store(grp, m, c, blockIdx.z, acc[i][j]);
-    }
+  const int k_steps = k_end > k_begin ? (k_end - k_begin + kTileK - 1) / kTileK : 0;
+  run_pipeline<T, Cfg>(k_steps, a_stages, b_stages, o, live, copy_step, acc);
+  if (live) store_tile<T, Cfg>(pb, grp, m0, n0, static_cast<int>(blockIdx.z), o, acc);
 }
 
 }  // namespace convkit::CK_GPU_NS::pipelined

@@ -72,4 +72,12 @@ int kernel_version(const std::string& family) {
   return env ? env : it->second.default_version;
 }
 
+bool kernel_version_pinned(const std::string& family) {
+  {
+    std::lock_guard lock(registry().mutex);
+    if (registry().chosen.count(family) != 0) return true;
+  }
+  return from_environment(family) != 0;
+}
+
 }  // namespace convkit

@@ -35,10 +35,10 @@ bool runs(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) { return conv_regi
 //     channels per group. Measured on an H200 (docs/gpu/measured-h200.md):
 //     on the seven such layers of cifar10-cnn and resnet18-cifar at batch
 //     128, its three passes took less time than those of im2col_gemm's
-//     version 3 (2.6-7.6x) and of its version 5 (1.0-3.0x), and less than
-//     cuDNN's best on most. A first layer (3 channels: RGB) is the
+//     version 3 (2.6-7.6x less) and of its version 5 (1.04-3.2x less), and
+//     less than cuDNN's best on most. A first layer (3 channels: RGB) is the
 //     exception: im2col_gemm's version 5 took 0.39 ms over the three passes
-//     of cifar10-cnn's against winograd's 0.49, 0.56 against 0.67 on
+//     of cifar10-cnn's against winograd's 0.48, 0.56 against 0.66 on
 //     resnet18-cifar's, because a 3-channel layer gives Winograd's
 //     transforms almost no channel sum to amortise them over.
 //  3. im2col_gemm otherwise: one large GEMM per chunk.

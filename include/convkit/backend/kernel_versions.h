@@ -25,5 +25,9 @@ void set_kernel_version(const std::string& family, int version);
 // The version a launcher should run now: set_kernel_version, else the
 // environment variable, else the family's default.
 int kernel_version(const std::string& family);
+// Whether set_kernel_version or the environment variable chose the family's
+// version (rather than its default): for a path that runs a family only when
+// asked for it (the tensor-core convolution under reduced precision).
+bool kernel_version_pinned(const std::string& family);
 
 }  // namespace convkit

@@ -351,9 +351,11 @@ TEST(GpuGemm, TheSelectedVersionIsTheOneThatRuns) {
   for (int v = 1; v <= kOurVersions; ++v) {
     testing::ScopedKernelVersion chosen("gemm", v);
     EXPECT_EQ(kernel_version("gemm"), v);
+    EXPECT_TRUE(kernel_version_pinned("gemm"));
     EXPECT_NO_THROW(kernels::launch_gemm(DType::float32, g));
   }
   EXPECT_EQ(kernel_version("gemm"), kernels::kGemmSplitKVersion) << "v7 is the default";
+  EXPECT_FALSE(kernel_version_pinned("gemm")) << "back to the default, nothing pins it";
 }
 
 #if !defined(__CUDACC__)  // the performance model is sim's
