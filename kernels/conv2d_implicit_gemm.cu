@@ -95,8 +95,8 @@
 //    1.0-1.7x faster than v3 where it runs (16x16 planes and up), so what
 //    the model cannot see, latency, was what mattered.
 // v5 pipelined (kernels/conv2d_implicit_gemm_pipelined.cuh): what the H200
-//    showed v3 lacks. GEMM v6's warp tiles (64x64 or 64x32, 4x8 or 4x4 per
-//    thread, 16-byte fragment reads), a 4-stage cp.async pipeline of
+//    showed v3 lacks. GEMM v6's warp tiles (64x64, 64x32 or 32x64, 4x8 or
+//    4x4 per thread, 16-byte fragment reads), a 4-stage cp.async pipeline of
 //    one-element gathers, zero-filled in the padding, and loaders that keep
 //    one coordinate fixed and step the other by mixed-radix adds, so the K
 //    loop divides nothing. Backward-data runs per stride phase on v4's
@@ -353,8 +353,10 @@ void run_staged_columns(const Problem& pb, const staged::Staged<T>& st, int N, i
 // per SM (kTargetBlocks), else 64x32.
 template <class F>
 void with_pipelined_tile(int M, int cols, int groups, int slices, F&& f) {
-  if (M <= 32) f(pipelined::Tile32x64{});
-  else if (ceil_div(M, 64) * ceil_div(cols, 64) * groups * slices >= kTargetBlocks) f(pipelined::Tile64x64{});
+  using Wide = pipelined::Tile64x64::BlockTile;
+  if (M <= pipelined::Tile32x64::BlockTile::kM) f(pipelined::Tile32x64{});
+  else if (ceil_div(M, Wide::kM) * ceil_div(cols, Wide::kN) * groups * slices >= kTargetBlocks)
+    f(pipelined::Tile64x64{});
   else f(pipelined::Tile64x32{});
 }
 
@@ -434,7 +436,7 @@ void register_conv2d_implicit_gemm_family() {
          "deterministic split-K for backward-weights\n"
          "v4 implicit staged: v3's tiles, the image patch and the A rows copied to shared memory as aligned "
          "16-byte runs (cp.async) and im2col formed there; runs v3 where it cannot\n"
-         "v5 implicit pipelined: 64x64 or 64x32 warp tiles fed by a 4-stage cp.async pipeline of gathers whose "
+         "v5 implicit pipelined: 64x64, 64x32 or 32x64 warp tiles fed by a 4-stage cp.async pipeline of gathers whose "
          "indices step without divisions; runs v3 where backward-data's transposed filter does not fit"});
     return true;
   }();

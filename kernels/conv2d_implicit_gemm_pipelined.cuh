@@ -132,6 +132,16 @@ __device__ __forceinline__ void copy_element(T* dst, const T* src, const T* any)
   dev::cp_async<sizeof(T)>(dst, src != nullptr ? src : any, src != nullptr ? static_cast<int>(sizeof(T)) : 0);
 }
 
+// The stage buffers of a tile: kStages of As[kTileK][BM + 16 bytes] and
+// Bs[kTileK][BN + 16 bytes], k-major.
+template <typename T, class Cfg>
+struct StageArrays {
+  static constexpr int V = dev::kVec16<T>;
+  static constexpr int kRowA = Cfg::BlockTile::kM + V, kRowB = Cfg::BlockTile::kN + V;
+  static constexpr int kStageA = kTileK * kRowA, kStageB = kTileK * kRowB;
+  static constexpr int kA = kStages * kStageA, kB = kStages * kStageB;
+};
+
 // The pipeline both kernels share: prologue, one barrier per K-step, the
 // copies of step t + kStages - 1 issued before step t is multiplied.
 // copy_step(stage) copies the next K-step (in order) into that stage.
@@ -139,9 +149,7 @@ template <typename T, class Cfg, class CopyStep>
 __device__ __forceinline__ void run_pipeline(int k_steps, T* As, T* Bs, const ThreadOrigin<T, Cfg>& o, bool live,
                                              CopyStep&& copy_step,
                                              T (&acc)[Cfg::ThreadTile::kM][Cfg::ThreadTile::kN]) {
-  constexpr int V = dev::kVec16<T>;
-  constexpr int kRowA = Cfg::BlockTile::kM + V, kRowB = Cfg::BlockTile::kN + V;
-  constexpr int kStageA = kTileK * kRowA, kStageB = kTileK * kRowB;
+  using Arrays = StageArrays<T, Cfg>;
   CK_UNROLL
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < k_steps) copy_step(s);
@@ -154,7 +162,8 @@ __device__ __forceinline__ void run_pipeline(int k_steps, T* As, T* Bs, const Th
     if (next < k_steps) copy_step(next % kStages);
     dev::cp_async_commit();
     const int s = t % kStages;
-    if (live) multiply_stage<T, Cfg, kRowA, kRowB>(As + s * kStageA, Bs + s * kStageB, o, acc);
+    if (live)
+      multiply_stage<T, Cfg, Arrays::kRowA, Arrays::kRowB>(As + s * Arrays::kStageA, Bs + s * Arrays::kStageB, o, acc);
   }
   dev::cp_async_wait<0>();  // only empty groups are left
 }
@@ -172,13 +181,6 @@ __device__ __forceinline__ void store_tile(const Problem& pb, int grp, int m0, i
       if (m < pb.M && c < pb.cols) pb.store(grp, m, c, slice, acc[i][j]);
     }
 }
-
-template <typename T, class Cfg>
-struct StageArrays {
-  static constexpr int V = dev::kVec16<T>;
-  static constexpr int kRowA = Cfg::BlockTile::kM + V, kRowB = Cfg::BlockTile::kN + V;
-  static constexpr int kA = kStages * kTileK * kRowA, kB = kStages * kTileK * kRowB;
-};
 
 // Forward and backward-data. blockIdx.x = m tile * n_tiles + column tile,
 // blockIdx.y = group. Problem supplies M, cols, depth and
@@ -223,8 +225,8 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_co
 
   int k0 = 0;
   auto copy_step = [&](int stage) {
-    T* as = a_stages + stage * kTileK * Arrays::kRowA;
-    T* bs = b_stages + stage * kTileK * Arrays::kRowB;
+    T* as = a_stages + stage * Arrays::kStageA;
+    T* bs = b_stages + stage * Arrays::kStageB;
     const int k = k0 + ak;
     CK_UNROLL
     for (int i = 0; i < kARows; ++i)
@@ -293,8 +295,8 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_po
 
   int k0 = k_begin;
   auto copy_step = [&](int stage) {
-    T* as = a_stages + stage * kTileK * Arrays::kRowA;
-    T* bs = b_stages + stage * kTileK * Arrays::kRowB;
+    T* as = a_stages + stage * Arrays::kStageA;
+    T* bs = b_stages + stage * Arrays::kStageB;
     const bool k_ok = k0 + kk < k_end;
     const int hp = pos.mid * ps.ah + ps.oh, wq = pos.lo * ps.aw + ps.ow;
     const int pq = pos.mid * ps.Q + pos.lo;

@@ -3,9 +3,9 @@
 // empty plane, planes shorter than a warp, rows that end mid-round of v2's 8
 // loads, more images than v2's warps) and on cifar10-cnn conv1's shape;
 // each version bit for bit across runs and thread orders; bad arguments.
-#include <cmath>
+#include <algorithm>
 #include <random>
-#include <tuple>
+#include <string>
 #include <vector>
 
 #include "convkit/sim/schedule.h"

@@ -412,12 +412,6 @@ TEST(ImplicitGemm, GradientsPassGradcheckThroughTheOpInVersion4) {
       [&](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], p); }, {x, w, b}));
 }
 
-}  // namespace
-}  // namespace convkit::gpu_testing
-
-namespace convkit::gpu_testing {
-namespace {
-
 // ---- Version 5 (pipelined).
 
 // Its three tiles: a 17-image 32x32 batch gives forward 272 tiles of 64x64
