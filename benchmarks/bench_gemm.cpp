@@ -151,6 +151,7 @@ const VersionRow kTensorCoreVersions[] = {
     {1, "v1_warp_per_tile", "tensor-core v1, one warp per 16x8 tile, fragments from global memory"},
     {2, "v2_block_tiled", "tensor-core v2, 64x64 block, 4 warps of 32x32, staged double buffer"},
     {3, "v3_wide_tiles", "tensor-core v3, 128x128 block, 8 warps of 64x32, 16-word stages, 16-byte staging"},
+    {4, "v4_async_pipeline", "tensor-core v4, 128x128 block, 4 warps of 64x64, 3-stage cp.async pipeline"},
 };
 
 }  // namespace

@@ -63,8 +63,12 @@ int main(int argc, char** argv) {
     run(what.c_str(), [&] { kernels::launch_gemm(DType::float32, g, v); });
   }
   if (some) return 0;
+  kernels::register_gemm_tensor_core_family();
+  int tc_versions = 0;
+  for (const KernelFamilyInfo& f : kernel_families())
+    if (f.family == "gemm_tensor_core") tc_versions = f.versions;
   for (auto p : {kernels::TensorCorePrecision::tf32, kernels::TensorCorePrecision::bf16})
-    for (int v = 1; v <= 2; ++v) {
+    for (int v = 1; v <= tc_versions; ++v) {
       const std::string what = std::string("gemm_tensor_core v") + std::to_string(v) + " " + kernels::precision_name(p);
       run(what.c_str(), [&] { kernels::launch_gemm_tensor_core(p, DType::float32, g, v); });
     }

@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "convkit/backend/kernel_versions.h"
+#include "kernels/async_copy.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/gemm_tensor_core.cuh"
 #include "kernels/tensor_core.cuh"
@@ -433,14 +434,232 @@ __global__ void __launch_bounds__(v3::kThreads) gemm_tc_v3_wide_tiles(TcOperands
   }
 }
 
+// ---------------------------------------------------------------------------
+// v4, a three-stage cp.async pipeline. What v3 measured on an H200 at n = 4096
+// (docs/gpu/measured-h200.md): 39.7 TFLOP/s in TF32 and 79.1 in BF16, 10% and
+// 21% of cuBLAS. Its stages are short and fed through registers: each one is
+// 2 x 128 rows of 16 words, loaded, converted and stored by the warps that
+// then wait at a barrier, so every 32 mma per warp (256 per SM, a few hundred
+// cycles) pays a global load's latency (600-800 cycles from HBM) that only one
+// other stage can hide. v4:
+//   Copy: cp.async moves the float32 operands straight into shared memory in
+//     16-byte chunks (zero-filled past the matrix's edge), three stages of 32
+//     elements of k deep, so two stages' loads are in flight while the warps
+//     multiply the third; no staging registers, one barrier per stage of 4
+//     (tf32) or 2 (bf16) mma k-steps (32 or 16 mma per warp each). When an operand is not 16-byte aligned
+//     (pointer, leading dimension or batch stride), each chunk is four 4-byte
+//     copies instead, with the same layout.
+//   Convert at the fragment read: since the copy cannot convert, each
+//     fragment word is rounded (cvt.rna) or packed (two bf16) as a warp reads
+//     it: 32 conversions per 32 mma per warp, and v1's rounding, so v4
+//     computes what v1 computes, bit for bit under sim.
+//   Tile: 128x128 per block, as v3, but of 4 warps of 64x64 (4 x 8 mma tiles,
+//     128 accumulators per lane, about 240 registers, no spills): a warp's
+//     32 mma per k-step share 16 A and 16 B words, one shared-memory read per
+//     mma where v3's 64x32 warps need 1.5. Two blocks (8 warps) per SM.
+//   Layouts: each operand keeps its global orientation (as v3), in float32
+//     rows whose pitch depends on the precision, so that fragment reads are
+//     conflict-free:
+//       k-contiguous S[x][k]: tf32 reads element (g, t) at bank 36g + t:
+//         pitch 36 (4 mod 32); bf16 reads the pair (g, 2t) as one 8-byte load,
+//         a half-warp's 16 pairs must cover the 32 banks: pitch 40 (8 mod 32).
+//       x-contiguous S[k][x]: tf32 reads (k = t, x = g) at bank 8t + g: pitch
+//         136 (8 mod 32); bf16 reads k = 2t and 2t + 1 at x = g, banks 8t + g
+//         and 8t + 4 + g: pitch 132 (4 mod 32).
+//     A quarter-warp's chunk stores fill one 128-byte row (k-contiguous: 8
+//     chunks of one row; x-contiguous: a quarter of one): conflict-free.
+//   Shared memory: 3 stages of 8,960 floats (tf32, A row-major, B row-major)
+//     = 105 KB, 110 KB in bf16, up to 120 KB when both operands are
+//     k-contiguous in bf16. Two blocks fit an SM (228 KB) in all layouts but
+//     that last, which runs one. Dynamic shared memory above 48 KB needs the
+//     kernel's opt-in (allow_dynamic_shared).
+// Predicted, not measured: with the copies' latency off the warps' path the
+// bound moves to the shared-memory reads, one 4-byte (tf32) or 8-byte (bf16
+// A) read per mma per warp, against mma.sync's issue rate; the model's
+// roofline is in docs/gpu/gemm_tensor_core.md.
+namespace v4 {
+constexpr int kTile = 128;  // block tile, M and N
+constexpr int kWarpM = 64, kWarpN = 64;
+constexpr int kWarpsN = kTile / kWarpN;  // 2
+constexpr int kStageK = 32;              // float32 elements of k per stage
+constexpr int kStages = 3;
+constexpr int kThreads = 128;
+constexpr int kMmaM = kWarpM / 16;  // 4
+constexpr int kMmaN = kWarpN / 8;   // 8
+constexpr int kChunks = kTile * kStageK / 4 / kThreads;  // 16-byte chunks per thread and operand: 8
+}  // namespace v4
+
+// One operand's stage: float32 elements in the operand's global orientation,
+// rows padded for precision P's fragment reads (v4 head).
+template <TensorCorePrecision P, bool XContig>
+struct V4Stage {
+  static constexpr bool kTf32 = P == TensorCorePrecision::tf32;
+  static constexpr int kPitch = XContig ? v4::kTile + (kTf32 ? 8 : 4) : v4::kStageK + (kTf32 ? 4 : 8);
+  static constexpr int kFloats = (XContig ? v4::kStageK : v4::kTile) * kPitch;
+
+  __device__ __forceinline__ static int offset(int x, int k) { return XContig ? k * kPitch + x : x * kPitch + k; }
+
+  // Fragment word kw of row x, converted as it is read: element kw rounded
+  // to tf32, or elements 2kw and 2kw + 1 packed as two bf16.
+  __device__ __forceinline__ static std::uint32_t word(const float* s, int x, int kw) {
+    if constexpr (kTf32) {
+      return dev::cvt_rna_tf32(s[offset(x, kw)]);
+    } else if constexpr (XContig) {
+      return dev::pack_bf16x2(s[offset(x, 2 * kw)], s[offset(x, 2 * kw + 1)]);
+    } else {
+      float pair[2];
+      dev::load8(s + offset(x, 2 * kw), pair);
+      return dev::pack_bf16x2(pair[0], pair[1]);
+    }
+  }
+};
+
+// A thread's share of the copies of X (op(A): x = m; op(B): x = n): kChunks
+// 16-byte chunks per stage, lanes along the contiguous direction so that a
+// warp copies whole lines. Chunk r sits at (x, k + 4r) when x runs along
+// memory, else at (x + 16r, k): one source pointer covers them all, and it
+// moves by a stage's k after each copy. It holds three registers: the
+// leading dimension stays in the kernel's parameters and the place in the
+// tile is recomputed from threadIdx, leaving the registers to v4's 128
+// accumulators and 32 fragment words.
+template <TensorCorePrecision P, bool XContig, bool Vec>
+struct V4Copier {
+  using Stage = V4Stage<P, XContig>;
+  static constexpr int kRowStepX = XContig ? 0 : v4::kThreads / (v4::kStageK / 4);  // 16
+  static constexpr int kRowStepK = XContig ? v4::kThreads / (v4::kTile / 4) : 0;    // 4
+  const float* src;  // chunk 0 of the next stage
+  int x_room;        // elements of x from chunk 0 to the operand's edge (at most 2^30)
+
+  __device__ __forceinline__ static int x() {
+    const int i = static_cast<int>(threadIdx.x);
+    return XContig ? i % (v4::kTile / 4) * 4 : i / (v4::kStageK / 4);
+  }
+  __device__ __forceinline__ static int k() {
+    const int i = static_cast<int>(threadIdx.x);
+    return XContig ? i / (v4::kTile / 4) : i % (v4::kStageK / 4) * 4;
+  }
+
+  __device__ __forceinline__ V4Copier(const float* p, std::int64_t ld, std::int64_t x0, std::int64_t x_limit) {
+    src = XContig ? p + k() * ld + x0 + x() : p + (x0 + x()) * ld + k();
+    const std::int64_t room = x_limit - x0 - x();
+    x_room = room < (1 << 30) ? static_cast<int>(room) : 1 << 30;
+  }
+
+  // Elements of chunk r inside the operand, given k_room, the elements of k
+  // from chunk 0 to K: along the contiguous direction up to 4, else 4 or 0.
+  __device__ __forceinline__ int inside(int r, std::int64_t k_room) const {
+    const std::int64_t xr = x_room - r * kRowStepX, kr = k_room - r * kRowStepK;
+    const std::int64_t along = XContig ? xr : kr, across = XContig ? kr : xr;
+    if (across <= 0 || along <= 0) return 0;
+    return along < 4 ? static_cast<int>(along) : 4;
+  }
+
+  // Issues the copies of the stage at k0 into `stage` (any: a valid address
+  // for copies that read nothing) and moves on to the next stage.
+  __device__ __forceinline__ void copy(float* stage, const float* any, std::int64_t ld, std::int64_t k0,
+                                       std::int64_t K) {
+    const std::int64_t k_room = K - k0 - k();
+    CK_UNROLL
+    for (int r = 0; r < v4::kChunks; ++r) {
+      float* dst = stage + Stage::offset(x() + r * kRowStepX, k() + r * kRowStepK);
+      const float* from = src + r * (XContig ? kRowStepK * ld : kRowStepX * ld);
+      const int n = inside(r, k_room);
+      if constexpr (Vec) {
+        dev::cp_async<16>(dst, n > 0 ? from : any, 4 * n);
+      } else {
+        CK_UNROLL
+        for (int e = 0; e < 4; ++e) dev::cp_async<4>(dst + e, e < n ? from + e : any, e < n ? 4 : 0);
+      }
+    }
+    src += XContig ? v4::kStageK * ld : v4::kStageK;
+  }
+};
+
+template <TensorCorePrecision P, bool TA, bool TB>
+constexpr std::size_t v4_shared_bytes() {
+  return v4::kStages * (V4Stage<P, TA>::kFloats + V4Stage<P, !TB>::kFloats) * sizeof(float);
+}
+
+template <TensorCorePrecision P, bool TA, bool TB, bool Vec>
+__global__ void __launch_bounds__(v4::kThreads, 2) gemm_tc_v4_async_pipeline(TcOperands p) {
+  using namespace v4;
+  constexpr bool AX = TA, BX = !TB;  // x-contiguous: op(A) stored along m, op(B) along n
+  using SA = V4Stage<P, AX>;
+  using SB = V4Stage<P, BX>;
+  CK_DYNAMIC_SHARED(float, smem);
+  float* const a_stages = smem;
+  float* const b_stages = smem + kStages * SA::kFloats;
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int group = static_cast<int>(lane >> 2), tig = static_cast<int>(lane % 4);
+  const int wm = static_cast<int>(warp / kWarpsN) * kWarpM, wn = static_cast<int>(warp % kWarpsN) * kWarpN;
+  const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kTile;
+  const std::int64_t n0 = (blockIdx.x % p.n_tiles) * kTile;
+  const std::int64_t stages = (p.K + kStageK - 1) / kStageK;
+  for (std::int64_t b = blockIdx.y; b < p.batch; b += gridDim.y) {
+    const float* a = p.a + b * p.stride_a;
+    const float* bm = p.b + b * p.stride_b;
+    V4Copier<P, AX, Vec> a_copy(a, p.lda, m0, p.M);
+    V4Copier<P, BX, Vec> b_copy(bm, p.ldb, n0, p.N);
+    CK_UNROLL
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < stages) {
+        a_copy.copy(a_stages + s * SA::kFloats, a, p.lda, s * kStageK, p.K);
+        b_copy.copy(b_stages + s * SB::kFloats, bm, p.ldb, s * kStageK, p.K);
+      }
+      dev::cp_async_commit();  // possibly empty: keeps the group count fixed
+    }
+    float acc[kMmaM][kMmaN][4] = {};
+    for (std::int64_t t = 0; t < stages; ++t) {
+      dev::cp_async_wait<kStages - 2>();  // stage t has landed (for this thread)
+      __syncthreads();                    // ... for all, and stage t - 1 is consumed
+      const std::int64_t next = t + kStages - 1;
+      if (next < stages) {
+        a_copy.copy(a_stages + next % kStages * SA::kFloats, a, p.lda, next * kStageK, p.K);
+        b_copy.copy(b_stages + next % kStages * SB::kFloats, bm, p.ldb, next * kStageK, p.K);
+      }
+      dev::cp_async_commit();
+      const float* as = a_stages + t % kStages * SA::kFloats;
+      const float* bs = b_stages + t % kStages * SB::kFloats;
+      // Two mma k-steps at a time: unrolling all four of a tf32 stage lets
+      // nvcc hoist their fragment reads (128 words) past the 255 registers.
+      CK_NO_UNROLL
+      for (int kw0 = 0; kw0 < kStageK / kElementsPerWord<P>; kw0 += 16)
+      CK_UNROLL
+      for (int kw = kw0; kw < kw0 + 16; kw += 8) {
+        std::uint32_t af[kMmaM][4], bf[kMmaN][2];
+        CK_UNROLL
+        for (int i = 0; i < kMmaM; ++i)
+          CK_UNROLL
+          for (int r = 0; r < 4; ++r) af[i][r] = SA::word(as, wm + i * 16 + group + (r & 1) * 8, kw + tig + (r >> 1) * 4);
+        CK_UNROLL
+        for (int j = 0; j < kMmaN; ++j)
+          CK_UNROLL
+          for (int r = 0; r < 2; ++r) bf[j][r] = SB::word(bs, wn + j * 8 + group, kw + tig + r * 4);
+        CK_UNROLL
+        for (int i = 0; i < kMmaM; ++i)
+          CK_UNROLL
+          for (int j = 0; j < kMmaN; ++j) dev::mma<P>(acc[i][j], af[i], bf[j]);
+      }
+    }
+    dev::cp_async_wait<0>();  // only empty groups are left
+    __syncthreads();          // every warp is done with the stages before the next batch refills them
+    float* c = p.c + b * p.stride_c;
+    CK_UNROLL
+    for (int i = 0; i < kMmaM; ++i)
+      CK_UNROLL
+      for (int j = 0; j < kMmaN; ++j) store_fragment(p, c, m0 + wm + i * 16, n0 + wn + j * 8, lane, acc[i][j]);
+  }
+}
+
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 constexpr std::int64_t kMaxGridY = 65535;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
-constexpr int kVersions = 3;
+constexpr int kVersions = 4;
 
 std::int64_t tile_m(int version) { return version == 1 ? kV1TileM : version == 2 ? v2::kTile : v3::kTile; }
 std::int64_t tile_n(int version) { return version == 1 ? kV1TileN : version == 2 ? v2::kTile : v3::kTile; }
+static_assert(v3::kTile == v4::kTile, "v3 and v4 share a tile size");
 
 template <TensorCorePrecision P>
 void launch_with(const GemmArgs& g, int version) {
@@ -450,16 +669,25 @@ void launch_with(const GemmArgs& g, int version) {
                        static_cast<float>(g.alpha), static_cast<float>(g.beta), ceil_div(g.N, tn)};
   const dim3 grid(static_cast<unsigned>(ceil_div(g.M, tm) * ceil_div(g.N, tn)),
                   static_cast<unsigned>(std::min(g.batch, kMaxGridY)));
+  // Whether every 16-byte chunk of both operands starts 16-byte aligned (v3, v4).
+  const bool vec = dev::aligned16(g.a) && dev::aligned16(g.b) && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
+                   g.stride_a % 4 == 0 && g.stride_b % 4 == 0;
   with_transposes(g.trans_a, g.trans_b, [&](auto ta, auto tb) {
     constexpr bool TA = decltype(ta)::value, TB = decltype(tb)::value;
     if (version == 1) {
       launch(gemm_tc_v1_warp_per_tile<P, TA, TB>, grid, dim3(32), 0, nullptr, ops);
     } else if (version == 2) {
       launch(gemm_tc_v2_warp_tiled<P, TA, TB>, grid, dim3(v2::kThreads), 0, nullptr, ops);
-    } else {
-      const bool vec = dev::aligned16(g.a) && dev::aligned16(g.b) && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
-                       g.stride_a % 4 == 0 && g.stride_b % 4 == 0;
+    } else if (version == 3) {
       launch(gemm_tc_v3_wide_tiles<P, TA, TB>, grid, dim3(v3::kThreads), 0, nullptr, ops, vec);
+    } else {
+      constexpr std::size_t bytes = v4_shared_bytes<P, TA, TB>();
+      const auto run = [&](auto kernel) {
+        allow_dynamic_shared(kernel, bytes);
+        launch(kernel, grid, dim3(v4::kThreads), bytes, nullptr, ops);
+      };
+      if (vec) run(gemm_tc_v4_async_pipeline<P, TA, TB, true>);
+      else run(gemm_tc_v4_async_pipeline<P, TA, TB, false>);
     }
   });
 }
@@ -476,7 +704,9 @@ void register_gemm_tensor_core_family() {
          "v2 warp tiled: 64x64 block tile, 4 warps of 32x32, tf32/bf16 words staged in padded shared memory, "
          "register-staged double buffer (16 flop/B)\n"
          "v3 wide tiles: 128x128 block tile, 8 warps of 64x32, 16-word stages, 16-byte staging loads, "
-         "each operand in its global orientation (32 flop/B)"});
+         "each operand in its global orientation (32 flop/B)\n"
+         "v4 async pipeline: 128x128 block tile, 4 warps of 64x64, a 3-stage cp.async pipeline of 32-element k "
+         "stages, float32 in shared memory converted at the fragment read"});
     return true;
   }();
   (void)registered;

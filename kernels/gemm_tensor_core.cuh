@@ -9,10 +9,12 @@
 // it (allow_tf32), and it has float32 only. Keeping it apart keeps
 // CONVKIT_KERNEL_GEMM=<v> meaning "this strict-precision kernel".
 //
-// The family "gemm_tensor_core" has two versions:
+// The family "gemm_tensor_core" has four versions:
 //   1 one warp per 16x8 tile of C, fragments straight from global memory
 //   2 64x64 block tile, 4 warps of 32x32, shared-memory staging with a
 //     register-staged double buffer (the default)
+//   3 128x128 block tile, 8 warps of 64x32, 16-byte staging loads
+//   4 128x128 block tile, 4 warps of 64x64, a 3-stage cp.async pipeline
 #include <string>
 
 #include "kernels/gemm.cuh"

@@ -1,7 +1,8 @@
 #pragma once
 // 16-byte loads and stores of float (4) or double (2) elements, for kernels
-// whose performance depends on moving 16 bytes per lane in one instruction.
-// Under nvcc they are float4 / double2 accesses. Under sim they go through a
+// whose performance depends on moving 16 bytes per lane in one instruction,
+// and the 8-byte load of two floats (load8). Under nvcc they are float4 /
+// double2 / float2 accesses. Under sim they go through a
 // GCC vector type, which g++ moves as one 16-byte access where it splits a
 // float4 struct into four 4-byte ones; the sim profile then counts the
 // request nvcc would issue (docs/sim.md, B/lane). The pointer must be 16-byte
@@ -33,7 +34,14 @@ struct Vec16Of<double> {
 };
 template <typename T>
 using Vec16 = typename Vec16Of<T>::type;
+typedef float Float2 __attribute__((vector_size(8)));
 }  // namespace vector_detail
+
+// Two floats at p (8-byte aligned) in one 8-byte access.
+__device__ __forceinline__ void load8(const float* p, float* r) {
+  const auto v = *reinterpret_cast<const vector_detail::Float2*>(p);
+  r[0] = v[0], r[1] = v[1];
+}
 
 template <typename T>
 __device__ __forceinline__ void load16(const T* p, T* r) {
@@ -47,6 +55,10 @@ __device__ __forceinline__ void store16(T* p, const T* r) {
   *reinterpret_cast<vector_detail::Vec16<T>*>(p) = v;
 }
 #else
+__device__ __forceinline__ void load8(const float* p, float* r) {
+  const float2 v = *reinterpret_cast<const float2*>(p);
+  r[0] = v.x, r[1] = v.y;
+}
 __device__ __forceinline__ void load16(const float* p, float* r) {
   const float4 v = *reinterpret_cast<const float4*>(p);
   r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;

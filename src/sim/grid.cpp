@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "convkit/core/error.h"
 #include "convkit/sim/check.h"
@@ -22,6 +23,23 @@
 
 namespace convkit::sim {
 namespace {
+
+// Each kernel's dynamic shared memory opt-in (set_max_dynamic_shared_bytes).
+struct SharedOptIns {
+  std::mutex mutex;
+  std::unordered_map<const void*, std::size_t> bytes;
+};
+SharedOptIns& shared_opt_ins() {
+  static SharedOptIns opt_ins;
+  return opt_ins;
+}
+
+std::size_t dynamic_shared_limit(const void* kernel) {
+  SharedOptIns& o = shared_opt_ins();
+  const std::lock_guard<std::mutex> lock(o.mutex);
+  const auto it = o.bytes.find(kernel);
+  return it == o.bytes.end() || it->second < kDefaultDynamicSharedBytes ? kDefaultDynamicSharedBytes : it->second;
+}
 
 void check_configuration(const GridLaunch& launch) {
   const dim3 g = launch.grid;
@@ -44,6 +62,10 @@ void check_configuration(const GridLaunch& launch) {
   CK_CHECK(launch.dynamic_shared_bytes <= kMaxDynamicSharedBytes,
            "sim launch: too much dynamic shared memory (at most ", kMaxDynamicSharedBytes,
            " B): ", describe());
+  const std::size_t limit = dynamic_shared_limit(launch.kernel);
+  CK_CHECK(launch.dynamic_shared_bytes <= limit, "sim launch: too much dynamic shared memory for this kernel (",
+           limit, " B; above ", kDefaultDynamicSharedBytes,
+           " B a kernel must opt in first with convkit::allow_dynamic_shared): ", describe());
 }
 
 uint3 block_coordinates(std::uint64_t linear, const dim3& grid) {
@@ -53,6 +75,14 @@ uint3 block_coordinates(std::uint64_t linear, const dim3& grid) {
 }
 
 }  // namespace
+
+void set_max_dynamic_shared_bytes(const void* kernel, std::size_t bytes) {
+  CK_CHECK(bytes <= kMaxDynamicSharedBytes, "allow_dynamic_shared: ", bytes,
+           " B of dynamic shared memory is more than a GPU offers (at most ", kMaxDynamicSharedBytes, " B)");
+  SharedOptIns& o = shared_opt_ins();
+  const std::lock_guard<std::mutex> lock(o.mutex);
+  o.bytes[kernel] = bytes;
+}
 
 void run_grid(const GridLaunch& launch) {
   CK_CHECK(detail::BlockScheduler::running() == nullptr,

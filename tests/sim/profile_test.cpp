@@ -1,6 +1,7 @@
 // The sim performance model (convkit/sim/profile.h) on kernels whose counts
 // are known by hand (kernels/profile_kernels.cu): a coalesced copy, a strided
-// copy, a shared-memory transpose with and without padding, a divergent
+// copy, a shared-memory transpose with and without padding, 8-byte reads
+// served per half-warp, a divergent
 // branch, and dot products spelled with dev::fma. Every schedule must give the
 // same counts: requests are formed by code address and occurrence, not by the
 // order sim happens to run threads in.
@@ -92,6 +93,25 @@ TEST_P(SimProfile, TransposeColumnReadIs32WayWithoutPaddingAndConflictFreeWithIt
     EXPECT_EQ(p.shared_load.wavefronts, padded ? 32u : 32u * 32u);
     EXPECT_EQ(p.shared_load.conflict_wavefronts, padded ? 0u : 32u * 31u);
     expect_requests(p.global_load, 32, 32 * 32, 32 * 4);
+  }
+}
+
+// 8-byte reads are served per half-warp: conflicts are counted within each
+// half, so pitch 36 costs 2 wavefronts a half (4, where 2 would do) even
+// though no bank holds more than two of the warp's 64 words.
+TEST_P(SimProfile, EightByteReadsConflictWithinAHalfWarpOnly) {
+  for (const int pitch : {40, 36}) {
+    SCOPED_TRACE(pitch);
+    ScopedProfile profile;
+    DeviceBuffer<float> out(32);
+    sim_test_kernels::profile_pair_reads(out.get(), pitch);
+    EXPECT_EQ(out[5], static_cast<float>(2 * (1 * pitch + 2) + 1));  // lane 5: g 1, t 1
+    const KernelProfile p = only_kernel(profile.take(), "pair_reads");
+    EXPECT_EQ(p.shared_load.requests, 1u);
+    EXPECT_EQ(p.shared_load.bytes, 256u);
+    EXPECT_EQ(p.shared_load.wavefronts, pitch == 40 ? 2u : 4u);
+    EXPECT_EQ(p.shared_load.conflict_wavefronts, pitch == 40 ? 0u : 2u);
+    EXPECT_EQ(p.shared_load.max_ways, pitch == 40 ? 1u : 2u);
   }
 }
 

@@ -22,7 +22,8 @@
 //
 // Never write <<<>>> or `extern __shared__` in a kernel file; use launch() and
 // CK_DYNAMIC_SHARED(float, smem), which declares `float* const smem` pointing at
-// the block's dynamic shared memory. Declare static shared arrays as
+// the block's dynamic shared memory (more than 48 KB of it only after
+// allow_dynamic_shared(kernel, bytes)). Declare static shared arrays as
 // `__shared__ SharedArray<float[16][17]> tile;` so the sim checks see them. Use
 // CONVKIT_SIM_KERNEL (not __CUDA_ARCH__) to tell the emulator build apart;
 // __CUDA_ARCH__ stays undefined under g++.
@@ -54,6 +55,10 @@ using SharedArray = Array;
 // `CK_UNROLL for (...)` asks nvcc to unroll a loop (#pragma unroll); g++
 // rejects that pragma under -Werror, so the sim build leaves unrolling to -O3.
 #define CK_UNROLL _Pragma("unroll")
+// `CK_NO_UNROLL for (...)` keeps a loop rolled (#pragma unroll 1): where
+// unrolling would let nvcc hoist the next iterations' loads and run out of
+// registers.
+#define CK_NO_UNROLL _Pragma("unroll 1")
 
 namespace convkit {
 
@@ -74,6 +79,17 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared
   const cudaError_t status = cudaGetLastError();
   CK_CHECK(status == cudaSuccess, detail::describe_launch(shape), ": launch failed: ",
            cudaGetErrorName(status), ": ", cudaGetErrorString(status));
+}
+
+// Lets `kernel` take up to `bytes` of dynamic shared memory per block
+// (cudaFuncAttributeMaxDynamicSharedMemorySize): above 48 KB a launch is
+// refused without this opt-in. Sim keeps the same rule (sim/launch.h).
+template <typename... Params>
+void allow_dynamic_shared(void (*kernel)(Params...), std::size_t bytes) {
+  const cudaError_t status = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  CK_CHECK(status == cudaSuccess, "allow_dynamic_shared: ", bytes, " B: ", cudaGetErrorName(status), ": ",
+           cudaGetErrorString(status));
 }
 
 }  // namespace convkit
@@ -127,5 +143,6 @@ using convkit::sim::uint4;
 #define CK_DYNAMIC_SHARED(T, name) \
   T* const name = static_cast<T*>(::convkit::sim::dynamic_shared_memory())
 #define CK_UNROLL
+#define CK_NO_UNROLL
 
 #endif

@@ -60,4 +60,12 @@ void launch(void (*kernel)(Params...), sim::dim3 grid, sim::dim3 block, std::siz
   }
 }
 
+// Lets `kernel` take up to `bytes` of dynamic shared memory per block, as
+// cudaFuncSetAttribute(MaxDynamicSharedMemorySize) does: without it a launch
+// with more than 48 KB is refused, on a GPU and here.
+template <typename... Params>
+void allow_dynamic_shared(void (*kernel)(Params...), std::size_t bytes) {
+  sim::set_max_dynamic_shared_bytes(reinterpret_cast<const void*>(kernel), bytes);
+}
+
 }  // namespace convkit

@@ -49,7 +49,7 @@ struct RequestCounts {
   // part of them beyond what the request's distinct words need (conflicts).
   std::uint64_t wavefronts = 0;
   std::uint64_t conflict_wavefronts = 0;
-  std::uint32_t max_ways = 0;  // shared: the worst request
+  std::uint32_t max_ways = 0;  // shared: the worst phase of any request (a wide access runs in phases)
 
   RequestCounts& operator+=(const RequestCounts& o);
 };

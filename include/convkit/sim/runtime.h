@@ -45,6 +45,14 @@ inline constexpr unsigned kMaxBlockDimZ = 64;
 inline constexpr unsigned kMaxGridDimX = 2147483647u;
 inline constexpr unsigned kMaxGridDimYZ = 65535;
 inline constexpr std::size_t kMaxDynamicSharedBytes = 227 * 1024;  // sm_90 with opt-in
+// Above this a GPU refuses the launch unless the kernel opted in first
+// (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize),
+// which convkit::allow_dynamic_shared calls), and so does sim.
+inline constexpr std::size_t kDefaultDynamicSharedBytes = 48 * 1024;
+
+// The sim counterpart of that attribute: `kernel` may take up to `bytes` of
+// dynamic shared memory from now on. Throws above kMaxDynamicSharedBytes.
+void set_max_dynamic_shared_bytes(const void* kernel, std::size_t bytes);
 
 namespace detail {
 

@@ -117,15 +117,34 @@ void BlockProfiler::count_request(const Issued* first, const Issued* last) {
     c.sectors += units_.size();
     return;
   }
-  // Each bank serves one distinct word per wavefront; lanes reading the same
-  // word share it (broadcast).
-  std::array<std::uint32_t, kBanks> per_bank{};
-  for (std::uint64_t word : units_) ++per_bank[word % kBanks];
-  const std::uint32_t ways = std::max(1u, *std::max_element(per_bank.begin(), per_bank.end()));
-  const auto needed = static_cast<std::uint32_t>((units_.size() + kBanks - 1) / kBanks);
-  c.wavefronts += ways;
-  c.conflict_wavefronts += ways - std::max(1u, needed);
-  c.max_ways = std::max(c.max_ways, ways);
+  // A wide access is served in phases of 128 bytes: half-warps for 8 bytes a
+  // lane, quarter-warps for 16, each phase on its own. Within a phase each
+  // bank serves one distinct word per wavefront; lanes reading the same word
+  // share it (broadcast). So 8-byte reads whose lanes 0 and 16 meet in a bank
+  // cost nothing extra, and two lanes of one half-warp meeting there do.
+  const std::uint32_t phase_lanes = lead.size >= 16 ? 8 : lead.size >= 8 ? 16 : 32;
+  std::uint32_t ways_sum = 0, needed_sum = 0, worst = 0;
+  for (const Issued* p = first; p != last;) {
+    const std::uint32_t phase = p->lane / phase_lanes;
+    const Issued* end = p;
+    units_.clear();
+    for (; end != last && end->lane / phase_lanes == phase; ++end) {
+      const Record& r = *end->record;
+      for (std::uint64_t u = r.address / unit; u <= (r.address + r.size - 1) / unit; ++u) units_.push_back(u);
+    }
+    std::sort(units_.begin(), units_.end());
+    units_.erase(std::unique(units_.begin(), units_.end()), units_.end());
+    std::array<std::uint32_t, kBanks> per_bank{};
+    for (std::uint64_t word : units_) ++per_bank[word % kBanks];
+    const std::uint32_t ways = std::max(1u, *std::max_element(per_bank.begin(), per_bank.end()));
+    ways_sum += ways;
+    worst = std::max(worst, ways);
+    needed_sum += std::max(1u, static_cast<std::uint32_t>((units_.size() + kBanks - 1) / kBanks));
+    p = end;
+  }
+  c.wavefronts += ways_sum;
+  c.conflict_wavefronts += ways_sum - needed_sum;
+  c.max_ways = std::max(c.max_ways, worst);
 }
 
 }  // namespace convkit::sim::detail

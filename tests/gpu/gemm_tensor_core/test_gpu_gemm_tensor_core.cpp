@@ -2,8 +2,9 @@
 // sim (and, in the nvcc build, on cuda): every version, both precisions, every
 // transpose pair, ragged sizes, batches with a broadcast operand and padded
 // leading dims, alpha/beta, against a float64 reference within the error bound
-// of tf32/bf16 operands; v2 and v3 against v1 (v3 on its 16-byte staging path
-// and at its edges); the rounding shows; bad input is refused with a reason.
+// of tf32/bf16 operands; v2, v3 and v4 against v1 (v3 and v4 on their 16-byte
+// paths and at their edges); the rounding shows; bad input is refused with a
+// reason; the sim profile sees conflict-free fragment reads.
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -128,35 +129,43 @@ std::vector<Case> small_cases() {
 
 TEST(GpuGemmTensorCore, SmallCasesWithinTheRoundingBoundEveryVersion) {
   for (const Case& c : small_cases()) {
-    const Result v1 = run(c, 1), v2 = run(c, 2), v3 = run(c, 3);
+    const Result v1 = run(c, 1);
     expect_close(c, v1);
-    expect_close(c, v2);
-    expect_close(c, v3);
+    for (int version = 2; version <= 4; ++version) {
+      const Result r = run(c, version);
+      expect_close(c, r);
 #if !defined(__CUDACC__)
-    // Same rounding, same mma per k-step in the same order: under sim the
-    // versions agree bit for bit.
-    ASSERT_EQ(v1.c, v2.c) << c.str();
-    ASSERT_EQ(v1.c, v3.c) << c.str();
+      // Same rounding, same mma per k-step in the same order: under sim the
+      // versions agree bit for bit.
+      ASSERT_EQ(v1.c, r.c) << c.str() << " v" << version;
 #endif
+    }
   }
 }
 
 // v3's 16-byte staging runs on whole 128x128 tiles of 16-word stages with
-// aligned operands: every transpose pair, a batch with a broadcast B, and a
-// ragged product whose inner tiles take the wide path and whose edges do not.
-TEST(GpuGemmTensorCore, V3WideStagingAgreesWithV1) {
-  const std::int64_t shapes[][4] = {{256, 128, 64, 1}, {128, 256, 96, 2}, {200, 136, 72, 1}};
+// aligned operands, v4's 16-byte copies on aligned operands, with zero-filled
+// chunks at ragged edges: every transpose pair, a batch with a broadcast B, a
+// ragged product whose inner tiles take v3's wide path and whose edges do
+// not, and (sizes 1 mod 4, rows padded to 4) 16-byte chunks cut by the edge,
+// in one partial v4 stage and in a pipeline of 9 stages.
+TEST(GpuGemmTensorCore, WideStagingAndAsyncCopiesAgreeWithV1) {
+  const std::int64_t shapes[][5] = {{256, 128, 64, 1, 0}, {128, 256, 96, 2, 0}, {200, 136, 72, 1, 0},
+                                    {129, 133, 13, 1, 3}, {65, 137, 261, 1, 3}};
   for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16})
     for (const auto& s : shapes)
       for (int t = 0; t < 4; ++t) {
         Case c;
-        c.precision = p, c.M = s[0], c.N = s[1], c.K = s[2], c.batch = s[3], c.broadcast_b = s[3] > 1;
+        c.precision = p, c.M = s[0], c.N = s[1], c.K = s[2], c.batch = s[3], c.broadcast_b = s[3] > 1, c.pad = s[4];
         c.trans_a = t & 1, c.trans_b = t & 2, c.beta = 0.5;
-        const Result v1 = run(c, 1, 11), v3 = run(c, 3, 11);
-        expect_close(c, v3);
+        const Result v1 = run(c, 1, 11);
+        for (int version : {3, 4}) {
+          const Result r = run(c, version, 11);
+          expect_close(c, r);
 #if !defined(__CUDACC__)
-        ASSERT_EQ(v1.c, v3.c) << c.str();
+          ASSERT_EQ(v1.c, r.c) << c.str() << " v" << version;
 #endif
+        }
       }
 }
 
@@ -165,7 +174,7 @@ TEST(GpuGemmTensorCore, LargerProductSmallRelativeError) {
   for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16}) {
     Case c;
     c.precision = p, c.M = 128, c.N = 96, c.K = 256;
-    for (int version : {2, 3}) {
+    for (int version : {2, 3, 4}) {
       const Result r = run(c, version, 7);
       expect_close(c, r);
       double worst = 0, norm = 0;
@@ -181,7 +190,7 @@ TEST(GpuGemmTensorCore, LargerProductSmallRelativeError) {
 // 1 + 2^-20 is not a tf32 (nor bf16) number: the product shows that the
 // operands were rounded, i.e. that the tensor-core path ran.
 TEST(GpuGemmTensorCore, OperandsAreRounded) {
-  for (int version : {1, 2, 3})
+  for (int version : {1, 2, 3, 4})
     for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16}) {
       const Tensor a = from_vector(std::vector<float>{1.0f + 0x1p-20f}, {1}, kernel_options(DType::float32));
       const Tensor b = from_vector(std::vector<float>{3.0f}, {1}, kernel_options(DType::float32));
@@ -239,7 +248,7 @@ TEST(GpuGemmTensorCore, RefusesBadInputWithAReason) {
   g.M = g.N = g.K = 4;
   g.lda = g.ldb = g.ldc = 4;
   EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float64, g, 2).find("float32"), std::string::npos);
-  EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 4).find("versions 1..3"),
+  EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 5).find("versions 1..4"),
             std::string::npos);
   EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 2).find("null"), std::string::npos);
   try {
@@ -296,6 +305,38 @@ TEST(GpuGemmTensorCore, TheSimProfileCountsMmaAndV2FragmentLoadsAreConflictFree)
     EXPECT_EQ(v3.shared_load.conflict_wavefronts, 0u) << kernels::precision_name(p);
     EXPECT_GT(v3.shared_load.requests, 0u);
   }
+}
+
+// v4's pitches are chosen per precision and orientation (its head): with
+// every transpose pair, in both precisions, its fragment reads and its
+// 16-byte copies' stores are free of bank conflicts, and its copies use
+// every byte of the sectors they fetch.
+TEST(GpuGemmTensorCore, TheSimProfileSeesV4ConflictFreeInEveryLayout) {
+  if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16})
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      const std::string what = detail::concat(kernels::precision_name(p), ta ? " At" : "", tb ? " Bt" : "");
+      const convkit::sim::ScopedProfile profile;
+      constexpr std::int64_t n = 128, k = 64;
+      Tensor a = Tensor::empty({n * k}, kernel_options(DType::float32)).fill_(1);
+      Tensor b = Tensor::empty({k * n}, kernel_options(DType::float32)).fill_(1);
+      Tensor c = Tensor::empty({n * n}, kernel_options(DType::float32));
+      GemmArgs g;
+      g.M = g.N = n, g.K = k, g.trans_a = ta, g.trans_b = tb;
+      g.a = a.data<float>(), g.b = b.data<float>(), g.c = c.data<float>();
+      g.lda = ta ? n : k, g.ldb = tb ? k : n, g.ldc = n;
+      kernels::launch_gemm_tensor_core(p, DType::float32, g, 4);
+      EXPECT_EQ(c.to_vector<float>()[0], static_cast<float>(k)) << what;
+      convkit::sim::KernelProfile v4;
+      for (const convkit::sim::KernelProfile& kp : convkit::sim::take_profile()) v4 += kp;
+      EXPECT_EQ(p == TensorCorePrecision::tf32 ? v4.tf32_fmas : v4.bf16_fmas, 128u * 128 * 64) << what;
+      EXPECT_GT(v4.shared_load.requests, 0u) << what;
+      EXPECT_EQ(v4.shared_load.conflict_wavefronts, 0u) << what;
+      EXPECT_EQ(v4.shared_store.conflict_wavefronts, 0u) << what;
+      // The copies are the only global loads (beta is 0): every sector fetched is used whole.
+      EXPECT_EQ(v4.global_load.sectors * 32, v4.global_load.bytes) << what;
+    }
 }
 #endif
 

@@ -2,6 +2,7 @@
 // model's tests (profile_test.cpp): each comment says what a GPU does.
 #include "convkit/sim/cuda_compat.h"
 #include "kernels/device_math.cuh"
+#include "kernels/vector_access.cuh"
 #include "kernels/test_kernels.h"
 
 namespace sim_test_kernels {
@@ -51,8 +52,33 @@ __global__ void dot_products(const float* x, const float* y, float* out, int n) 
   out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
+// Lane (g = lane / 4, t = lane % 4) reads the two floats at g * Pitch + 2t in
+// one 8-byte load, as a bf16 fragment read does: 256 bytes, served as two
+// half-warps of 128. Pitch 40 spreads each half-warp over the 32 banks; with
+// pitch 36 rows g and g + 1 overlap by four banks within a half-warp (2-way),
+// though over the whole warp no bank holds more than two words.
+template <int Pitch>
+__global__ void pair_reads(float* out) {
+  __shared__ SharedArray<float[8 * Pitch]> rows;
+  for (int i = static_cast<int>(threadIdx.x); i < 8 * Pitch; i += 32) rows[i] = static_cast<float>(i);
+  __syncthreads();
+  const int g = static_cast<int>(threadIdx.x) / 4, t = static_cast<int>(threadIdx.x) % 4;
+  float pair[2];
+  const float* base = rows;
+  convkit::CK_GPU_NS::dev::load8(base + g * Pitch + 2 * t, pair);
+  out[threadIdx.x] = pair[0] + pair[1];
+}
+
 }  // namespace
 
+void profile_pair_reads(float* out, int pitch) {
+  if (pitch == 40) {
+    convkit::launch(pair_reads<40>, dim3(1), dim3(32), 0, nullptr, out);
+  } else {
+    CK_CHECK(pitch == 36, "profile_pair_reads: pitch 36 or 40, not ", pitch);
+    convkit::launch(pair_reads<36>, dim3(1), dim3(32), 0, nullptr, out);
+  }
+}
 void profile_coalesced_copy(const float* in, float* out, unsigned blocks, unsigned threads) {
   convkit::launch(coalesced_copy, dim3(blocks), dim3(threads), 0, nullptr, in, out);
 }

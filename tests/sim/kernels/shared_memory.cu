@@ -40,7 +40,8 @@ __global__ void probe_kernel(SharedProbe* probes) {
 }  // namespace
 
 void probe_dynamic_shared(unsigned blocks, unsigned threads, std::size_t bytes,
-                          SharedProbe* probes) {
+                          SharedProbe* probes, std::size_t opt_in) {
+  convkit::allow_dynamic_shared(probe_kernel, opt_in);
   convkit::launch(probe_kernel, dim3(blocks), dim3(threads), bytes, nullptr, probes);
 }
 

@@ -126,8 +126,9 @@ struct SharedProbe {
   int aligned = 0;
   int sum_ok = 0;
 };
+// Sets allow_dynamic_shared(kernel, opt_in) first: 0 is no opt-in (48 KB).
 void probe_dynamic_shared(unsigned blocks, unsigned threads, std::size_t bytes,
-                          SharedProbe* probes);
+                          SharedProbe* probes, std::size_t opt_in = 0);
 
 // ---- grid.cu: every thread adds 1 to hits[global linear index] and sets
 // *bad if it sees an index out of range or blockDim/gridDim differ from the
@@ -155,6 +156,7 @@ void planted_blocks_share_a_word(int* out, unsigned blocks, bool use_atomic);
 void profile_coalesced_copy(const float* in, float* out, unsigned blocks, unsigned threads);
 void profile_strided_copy(const float* in, float* out, unsigned blocks, unsigned threads);  // in: 32 per thread
 void profile_transpose(const float* in, float* out, bool padded);  // one 32 x 32 tile, one block
+void profile_pair_reads(float* out, int pitch);  // one warp of 8-byte shared reads, rows of 36 or 40 floats
 void profile_divergent_copy(const float* in, float* out, unsigned blocks, unsigned threads);  // even threads
 // out[i] = sum of x[j] * y[j], j < n, with dev::fma.
 void profile_dot_products(const float* x, const float* y, float* out, int n, unsigned blocks, unsigned threads);
