@@ -114,6 +114,7 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/conv2d_implicit_gemm.cuh"
@@ -360,7 +361,9 @@ void with_pipelined_tile(int M, int cols, int groups, int slices, F&& f) {
   else f(pipelined::Tile64x32{});
 }
 
-template <typename T, class Problem>
+// Version 5's kernels with the Math that Tag names (pipelined::SimtTag for
+// version 5 itself, MmaTag<P> for the tensor-core family's version 3).
+template <typename T, class Tag, class Problem>
 void run_pipelined_columns(const Problem& pb, const pipelined::Operands<T>& op, int groups) {
   if (pb.M == 0 || pb.cols == 0) return;
   with_pipelined_tile(pb.M, pb.cols, groups, 1, [&](auto cfg) {
@@ -368,12 +371,12 @@ void run_pipelined_columns(const Problem& pb, const pipelined::Operands<T>& op, 
     const int n_tiles = static_cast<int>(ceil_div(pb.cols, Cfg::BlockTile::kN));
     const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Cfg::BlockTile::kM) * n_tiles),
                     static_cast<unsigned>(groups));
-    launch(pipelined::implicit_gemm_v5_columns<T, Cfg, Problem>, grid, dim3(pipelined::kThreads), 0, nullptr, pb, op,
-           n_tiles);
+    launch(pipelined::implicit_gemm_v5_columns<T, Cfg, Problem, typename Tag::template Math<T, Cfg>>, grid,
+           dim3(pipelined::kThreads), 0, nullptr, pb, op, n_tiles);
   });
 }
 
-template <typename T>
+template <typename T, class Tag>
 void run_pipelined_positions(const BackwardWeightsProblem<T>& pb, const pipelined::Operands<T>& op, int groups,
                              const Split& split) {
   if (pb.M == 0 || pb.cols == 0) return;
@@ -383,10 +386,16 @@ void run_pipelined_positions(const BackwardWeightsProblem<T>& pb, const pipeline
     const int n_tiles = static_cast<int>(ceil_div(pb.cols, Cfg::BlockTile::kN));
     const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Cfg::BlockTile::kM) * n_tiles),
                     static_cast<unsigned>(groups), static_cast<unsigned>(split.slices));
-    launch(pipelined::implicit_gemm_v5_positions<T, Cfg, BackwardWeightsProblem<T>>, grid,
-           dim3(pipelined::kThreads), 0, nullptr, pb, op, n_tiles, len);
+    launch(pipelined::implicit_gemm_v5_positions<T, Cfg, BackwardWeightsProblem<T>,
+                                                 typename Tag::template Math<T, Cfg>>,
+           grid, dim3(pipelined::kThreads), 0, nullptr, pb, op, n_tiles, len);
   });
 }
+
+// Whether Tag's Math runs element type T: the FMA tiles take float and
+// double, mma float only.
+template <class Tag, typename T>
+inline constexpr bool kRunsType = std::is_same_v<Tag, pipelined::SimtTag> || std::is_same_v<T, float>;
 
 bool is_implicit(int version) {
   return version == kImplicitGemmSimpleVersion || version == kImplicitGemmTiledVersion ||
@@ -464,8 +473,12 @@ std::size_t conv2d_implicit_gemm_workspace_bytes(DType dtype, const Conv2dDesc& 
   return tiled_workspace_bytes(dtype, d, pass, weight_split(dtype, d, version));
 }
 
-void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const void* x, const void* w,
-                                         const void* b, void* y, int version) {
+namespace {
+
+// The three passes' bodies, with version 5's kernels on Tag's Math.
+template <class Tag>
+void forward_with(DType dtype, const Conv2dDesc& d, const void* x, const void* w, const void* b, void* y,
+                  int version) {
   register_conv2d_implicit_gemm_family();
   check_call("conv2d_implicit_gemm forward", dtype, d, version, {x, w, y});
   const Geometry g = geometry(d);
@@ -473,9 +486,11 @@ void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const
     using T = decltype(t);
     const ForwardProblem<T> pb{g, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
                                static_cast<T*>(y), g.Kg, g.N * g.PQ, g.Cg * g.RS};
-    if (version == kImplicitGemmPipelinedVersion) {
-      run_pipelined_columns<T>(pb, {image_patch(g), pb.x, pb.w, pb.depth, 0}, static_cast<int>(d.groups));
-      return;
+    if constexpr (kRunsType<Tag, T>) {
+      if (version == kImplicitGemmPipelinedVersion) {
+        run_pipelined_columns<T, Tag>(pb, {image_patch(g), pb.x, pb.w, pb.depth, 0}, static_cast<int>(d.groups));
+        return;
+      }
     }
     if (version != kImplicitGemmStagedVersion) {
       run_problem<T>(pb, static_cast<int>(d.groups), version);
@@ -486,8 +501,9 @@ void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const
   });
 }
 
-void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d, const void* dy, const void* w,
-                                               void* dx, void* workspace, int version) {
+template <class Tag>
+void backward_data_with(DType dtype, const Conv2dDesc& d, const void* dy, const void* w, void* dx, void* workspace,
+                        int version) {
   register_conv2d_implicit_gemm_family();
   check_call("conv2d_implicit_gemm backward-data", dtype, d, version, {dy, w, dx});
   const std::size_t needed = conv2d_implicit_gemm_workspace_bytes(dtype, d, ConvPass::backward_data, version);
@@ -529,10 +545,13 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
                  static_cast<const T*>(w), wtp, g, ph, pw, total);
         }
         pb.wt = wtp;
-        if (version == kImplicitGemmPipelinedVersion) {
-          run_pipelined_columns<T>(pb, {phase_patch(g, ph, pw), pb.dy, wtp, depth, 0}, static_cast<int>(d.groups));
-          phase_offset += total;
-          continue;
+        if constexpr (kRunsType<Tag, T>) {
+          if (version == kImplicitGemmPipelinedVersion) {
+            run_pipelined_columns<T, Tag>(pb, {phase_patch(g, ph, pw), pb.dy, wtp, depth, 0},
+                                          static_cast<int>(d.groups));
+            phase_offset += total;
+            continue;
+          }
         }
         const staged::Staged<T> st{phase_patch(g, ph, pw), pb.dy, g.N * g.K * g.PQ, wt, g.K * g.Cg * g.RS,
                                    phase_offset, 0, depth};
@@ -542,8 +561,9 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
   });
 }
 
-void launch_conv2d_implicit_gemm_backward_weights(DType dtype, const Conv2dDesc& d, const void* x, const void* dy,
-                                                  void* dw, void* workspace, int version) {
+template <class Tag>
+void backward_weights_with(DType dtype, const Conv2dDesc& d, const void* x, const void* dy, void* dw, void* workspace,
+                           int version) {
   register_conv2d_implicit_gemm_family();
   check_call("conv2d_implicit_gemm backward-weights", dtype, d, version, {x, dy, dw});
   const std::size_t needed = conv2d_implicit_gemm_workspace_bytes(dtype, d, ConvPass::backward_weights, version);
@@ -557,9 +577,11 @@ void launch_conv2d_implicit_gemm_backward_weights(DType dtype, const Conv2dDesc&
     T* out = split.slices > 1 ? static_cast<T*>(workspace) : static_cast<T*>(dw);
     const BackwardWeightsProblem<T> pb{g, static_cast<const T*>(x), static_cast<const T*>(dy), out,
                                        split.slices > 1 ? dw_elems : 0, g.Kg, g.Cg * g.RS, g.N * g.PQ};
-    if (version == kImplicitGemmPipelinedVersion) {
-      run_pipelined_positions<T>(pb, {image_patch(g), pb.x, pb.dy, 0, g.K}, static_cast<int>(d.groups), split);
-      return;
+    if constexpr (kRunsType<Tag, T>) {
+      if (version == kImplicitGemmPipelinedVersion) {
+        run_pipelined_positions<T, Tag>(pb, {image_patch(g), pb.x, pb.dy, 0, g.K}, static_cast<int>(d.groups), split);
+        return;
+      }
     }
     if (version != kImplicitGemmStagedVersion) {
       run_problem<T>(pb, static_cast<int>(d.groups), version, split);
@@ -580,6 +602,53 @@ void launch_conv2d_implicit_gemm_backward_weights(DType dtype, const Conv2dDesc&
              dim3(staged::kThreads), 0, nullptr, pb, st, col_tiles, steps_per_slice, total_steps);
   });
   if (split.slices > 1) launch_sum_slices(dtype, workspace, split.slices, dw_elems, dw);
+}
+
+// Calls f with the MmaTag of precision p.
+template <class F>
+void with_mma_tag(TensorCorePrecision p, F&& f) {
+  if (p == TensorCorePrecision::tf32) f(pipelined::MmaTag<TensorCorePrecision::tf32>{});
+  else f(pipelined::MmaTag<TensorCorePrecision::bf16>{});
+}
+
+}  // namespace
+
+void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const void* x, const void* w,
+                                         const void* b, void* y, int version) {
+  forward_with<pipelined::SimtTag>(dtype, d, x, w, b, y, version);
+}
+
+void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d, const void* dy, const void* w,
+                                               void* dx, void* workspace, int version) {
+  backward_data_with<pipelined::SimtTag>(dtype, d, dy, w, dx, workspace, version);
+}
+
+void launch_conv2d_implicit_gemm_backward_weights(DType dtype, const Conv2dDesc& d, const void* x, const void* dy,
+                                                  void* dw, void* workspace, int version) {
+  backward_weights_with<pipelined::SimtTag>(dtype, d, x, dy, dw, workspace, version);
+}
+
+void launch_conv2d_implicit_gemm_pipelined_mma_forward(TensorCorePrecision precision, const Conv2dDesc& d,
+                                                       const void* x, const void* w, const void* b, void* y) {
+  with_mma_tag(precision, [&](auto tag) {
+    forward_with<decltype(tag)>(DType::float32, d, x, w, b, y, kImplicitGemmPipelinedVersion);
+  });
+}
+
+void launch_conv2d_implicit_gemm_pipelined_mma_backward_data(TensorCorePrecision precision, const Conv2dDesc& d,
+                                                             const void* dy, const void* w, void* dx,
+                                                             void* workspace) {
+  with_mma_tag(precision, [&](auto tag) {
+    backward_data_with<decltype(tag)>(DType::float32, d, dy, w, dx, workspace, kImplicitGemmPipelinedVersion);
+  });
+}
+
+void launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(TensorCorePrecision precision, const Conv2dDesc& d,
+                                                                const void* x, const void* dy, void* dw,
+                                                                void* workspace) {
+  with_mma_tag(precision, [&](auto tag) {
+    backward_weights_with<decltype(tag)>(DType::float32, d, x, dy, dw, workspace, kImplicitGemmPipelinedVersion);
+  });
 }
 
 }  // namespace convkit::CK_GPU_NS

@@ -32,6 +32,7 @@
 #include "convkit/backend/conv_desc.h"
 #include "convkit/core/dtype.h"
 #include "convkit/sim/cuda_compat.h"
+#include "kernels/tensor_core_precision.cuh"
 
 namespace convkit::CK_GPU_NS {
 
@@ -74,5 +75,19 @@ void launch_conv2d_implicit_gemm_backward_data(DType dtype, const Conv2dDesc& d,
 // caller's: kernels/bias_gradient.cuh). Overwrites dw.
 void launch_conv2d_implicit_gemm_backward_weights(DType dtype, const Conv2dDesc& d, const void* x, const void* dy,
                                                   void* dw, void* workspace, int version);
+
+// Version 5's loaders, pipeline and tiles with each warp's product on the
+// tensor cores (mma.sync in `precision`), float32 only: what
+// conv2d_implicit_gemm_tensor_core's version 3 runs. The same descriptors as
+// version 5 (conv2d_implicit_gemm_cannot_implement(float32, d, 5)), the same
+// workspace and split-K slices; the caller checks both.
+void launch_conv2d_implicit_gemm_pipelined_mma_forward(TensorCorePrecision precision, const Conv2dDesc& d,
+                                                       const void* x, const void* w, const void* b, void* y);
+void launch_conv2d_implicit_gemm_pipelined_mma_backward_data(TensorCorePrecision precision, const Conv2dDesc& d,
+                                                             const void* dy, const void* w, void* dx,
+                                                             void* workspace);
+void launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(TensorCorePrecision precision, const Conv2dDesc& d,
+                                                                const void* x, const void* dy, void* dw,
+                                                                void* workspace);
 
 }  // namespace convkit::CK_GPU_NS

@@ -2,7 +2,9 @@
 // Version 5 of the implicit-GEMM convolution (kernels/conv2d_implicit_gemm.cu
 // runs it): GEMM v6's warp tiles and v5's cp.async pipeline
 // (kernels/gemm_warp_tiled.cu), fed by gathering loaders whose indices step
-// instead of divide.
+// instead of divide. With MmaMath in place of SimtMath (below), the same
+// kernels are version 3 of the tensor-core family
+// (kernels/conv2d_implicit_gemm_tensor_core.cu).
 //
 // Version 3, measured on an H200 (docs/gpu/measured-h200.md), ran
 // resnet18-cifar layer2.conv1's forward at 11.6 TFLOP/s, 17% of the FP32
@@ -63,6 +65,7 @@
 #include "kernels/async_copy.cuh"
 #include "kernels/conv2d_implicit_gemm_staged.cuh"
 #include "kernels/device_math.cuh"
+#include "kernels/tensor_core.cuh"
 #include "kernels/vector_access.cuh"
 #include "kernels/warp_tile.cuh"
 
@@ -76,9 +79,111 @@ using Tile64x32 = TileConfig<GemmShape<64, 32, 8>, WarpShape<32, 16>, ThreadShap
 using Tile32x64 = TileConfig<GemmShape<32, 64, 8>, WarpShape<32, 16>, ThreadShape<4, 4>, 4>;
 constexpr int kThreads = 128;
 constexpr int kStages = 4;
-constexpr int kTileK = 8;
 static_assert(Tile64x64::kThreads == kThreads && Tile64x32::kThreads == kThreads && Tile32x64::kThreads == kThreads,
               "one block size");
+
+// How a block multiplies its stages, and where each accumulator goes: the
+// loaders and the pipeline are the same for both.
+//   SimtMath  version 5: the FMA warp tiles of warp_tile.cuh, each thread a
+//             ThreadShape of T accumulators; stages of 8 k.
+//   MmaMath   the tensor-core version (conv2d_implicit_gemm_tensor_core v3):
+//             each warp's tile as 16x8 mma.sync tiles of precision P, the
+//             float32 stages rounded (tf32) or packed (bf16) as the
+//             fragments are read; stages of one mma k-step (8 k for tf32, 16
+//             for bf16).
+// Each names its stage depth (kTileK) and its rows' padding in elements
+// (kPad): SIMT reads 16-byte fragments along a row and pads by 16 bytes;
+// tf32 fragments read element (k = t, x = g) of the k-major stage, at bank
+// t * row + g, which is conflict-free when the row is 8 mod 32 words; bf16
+// reads rows 2t and 2t + 1, conflict-free at 4 mod 32.
+template <typename T, class Cfg>
+struct SimtMath {
+  static constexpr int kTileK = Cfg::BlockTile::kK;
+  static constexpr int kPad = dev::kVec16<T>;
+  using Acc = T[Cfg::ThreadTile::kM][Cfg::ThreadTile::kN];
+  ThreadOrigin<T, Cfg> o;
+
+  // Whether any of this thread's outputs lies inside the M x cols product.
+  __device__ __forceinline__ bool live(int m0, int n0, int M, int cols) const {
+    return m0 + o.tm0 < M && n0 + o.tn0 < cols;
+  }
+  template <int RowA, int RowB>
+  __device__ __forceinline__ void multiply(const T* as, const T* bs, Acc& acc) const {
+    multiply_stage<T, Cfg, RowA, RowB>(as, bs, o, acc);
+  }
+  // Calls out(m, col, value) for each accumulator inside the product.
+  template <class Out>
+  __device__ __forceinline__ void each_output(int m0, int n0, int M, int cols, const Acc& acc, Out&& out) const {
+    CK_UNROLL
+    for (int i = 0; i < Cfg::ThreadTile::kM; ++i)
+      CK_UNROLL
+      for (int j = 0; j < Cfg::ThreadTile::kN; ++j) {
+        const int m = m0 + o.row(i), c = n0 + o.col(j);
+        if (m < M && c < cols) out(m, c, acc[i][j]);
+      }
+  }
+};
+
+template <TensorCorePrecision P, class Cfg>
+struct MmaMath {
+  static constexpr int kTileK = kMmaStepK<P>;
+  static constexpr int kPad = P == TensorCorePrecision::tf32 ? 8 : 4;
+  static constexpr int kMmaM = Cfg::WarpTile::kM / 16, kMmaN = Cfg::WarpTile::kN / 8;
+  static_assert(Cfg::WarpTile::kM % 16 == 0 && Cfg::WarpTile::kN % 8 == 0, "warp tiles of whole mma tiles");
+  using Acc = float[kMmaM][kMmaN][4];
+  int wm, wn, group, tig;
+
+  __device__ __forceinline__ MmaMath() {
+    const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+    wm = warp / Cfg::kWarpsN * Cfg::WarpTile::kM;
+    wn = warp % Cfg::kWarpsN * Cfg::WarpTile::kN;
+    group = lane / 4;
+    tig = lane % 4;
+  }
+  // Warp-uniform, as mma.sync needs: whether the warp's tile meets the product.
+  __device__ __forceinline__ bool live(int m0, int n0, int M, int cols) const {
+    return m0 + wm < M && n0 + wn < cols;
+  }
+  // Fragment word kw of row x of a k-major stage s[k][x] (rows of Row elements).
+  template <int Row>
+  __device__ __forceinline__ static std::uint32_t word(const float* s, int x, int kw) {
+    if constexpr (P == TensorCorePrecision::tf32) {
+      return dev::cvt_rna_tf32(s[kw * Row + x]);
+    } else {
+      return dev::pack_bf16x2(s[2 * kw * Row + x], s[(2 * kw + 1) * Row + x]);
+    }
+  }
+  template <int RowA, int RowB>
+  __device__ __forceinline__ void multiply(const float* as, const float* bs, Acc& acc) const {
+    std::uint32_t af[kMmaM][4], bf[kMmaN][2];
+    CK_UNROLL
+    for (int i = 0; i < kMmaM; ++i)
+      CK_UNROLL
+      for (int r = 0; r < 4; ++r) af[i][r] = word<RowA>(as, wm + i * 16 + group + (r & 1) * 8, tig + (r >> 1) * 4);
+    CK_UNROLL
+    for (int j = 0; j < kMmaN; ++j)
+      CK_UNROLL
+      for (int r = 0; r < 2; ++r) bf[j][r] = word<RowB>(bs, wn + j * 8 + group, tig + r * 4);
+    CK_UNROLL
+    for (int i = 0; i < kMmaM; ++i)
+      CK_UNROLL
+      for (int j = 0; j < kMmaN; ++j) dev::mma<P>(acc[i][j], af[i], bf[j]);
+  }
+  // Accumulator e of mma tile (i, j) is row group (+8 for e >= 2), column
+  // 2 * tig + (e & 1) of that tile (convkit/sim/mma.h).
+  template <class Out>
+  __device__ __forceinline__ void each_output(int m0, int n0, int M, int cols, const Acc& acc, Out&& out) const {
+    CK_UNROLL
+    for (int i = 0; i < kMmaM; ++i)
+      CK_UNROLL
+      for (int j = 0; j < kMmaN; ++j)
+        CK_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          const int m = m0 + wm + i * 16 + group + (e >= 2 ? 8 : 0), c = n0 + wn + j * 8 + 2 * tig + (e & 1);
+          if (m < M && c < cols) out(m, c, acc[i][j][e]);
+        }
+  }
+};
 
 // A number in mixed radix: hi, then mid below mid_radix, then lo below
 // lo_radix. (c, r, s) over (R, S) is a filter tap's k = (c*R + r)*S + s;
@@ -132,24 +237,33 @@ __device__ __forceinline__ void copy_element(T* dst, const T* src, const T* any)
   dev::cp_async<sizeof(T)>(dst, src != nullptr ? src : any, src != nullptr ? static_cast<int>(sizeof(T)) : 0);
 }
 
-// The stage buffers of a tile: kStages of As[kTileK][BM + 16 bytes] and
-// Bs[kTileK][BN + 16 bytes], k-major.
-template <typename T, class Cfg>
+// Which Math a launcher asks for, before the tile is chosen.
+struct SimtTag {
+  template <typename T, class Cfg>
+  using Math = SimtMath<T, Cfg>;
+};
+template <TensorCorePrecision P>
+struct MmaTag {
+  template <typename T, class Cfg>
+  using Math = MmaMath<P, Cfg>;
+};
+
+// The stage buffers of a tile: kStages of As[kTileK][BM + pad] and
+// Bs[kTileK][BN + pad], k-major, with the Math's depth and padding.
+template <typename T, class Cfg, class Math>
 struct StageArrays {
-  static constexpr int V = dev::kVec16<T>;
-  static constexpr int kRowA = Cfg::BlockTile::kM + V, kRowB = Cfg::BlockTile::kN + V;
-  static constexpr int kStageA = kTileK * kRowA, kStageB = kTileK * kRowB;
+  static constexpr int kRowA = Cfg::BlockTile::kM + Math::kPad, kRowB = Cfg::BlockTile::kN + Math::kPad;
+  static constexpr int kStageA = Math::kTileK * kRowA, kStageB = Math::kTileK * kRowB;
   static constexpr int kA = kStages * kStageA, kB = kStages * kStageB;
 };
 
 // The pipeline both kernels share: prologue, one barrier per K-step, the
 // copies of step t + kStages - 1 issued before step t is multiplied.
 // copy_step(stage) copies the next K-step (in order) into that stage.
-template <typename T, class Cfg, class CopyStep>
-__device__ __forceinline__ void run_pipeline(int k_steps, T* As, T* Bs, const ThreadOrigin<T, Cfg>& o, bool live,
-                                             CopyStep&& copy_step,
-                                             T (&acc)[Cfg::ThreadTile::kM][Cfg::ThreadTile::kN]) {
-  using Arrays = StageArrays<T, Cfg>;
+template <typename T, class Cfg, class Math, class CopyStep>
+__device__ __forceinline__ void run_pipeline(int k_steps, T* As, T* Bs, const Math& math, bool live,
+                                             CopyStep&& copy_step, typename Math::Acc& acc) {
+  using Arrays = StageArrays<T, Cfg, Math>;
   CK_UNROLL
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < k_steps) copy_step(s);
@@ -163,33 +277,26 @@ __device__ __forceinline__ void run_pipeline(int k_steps, T* As, T* Bs, const Th
     dev::cp_async_commit();
     const int s = t % kStages;
     if (live)
-      multiply_stage<T, Cfg, Arrays::kRowA, Arrays::kRowB>(As + s * Arrays::kStageA, Bs + s * Arrays::kStageB, o, acc);
+      math.template multiply<Arrays::kRowA, Arrays::kRowB>(As + s * Arrays::kStageA, Bs + s * Arrays::kStageB, acc);
   }
   dev::cp_async_wait<0>();  // only empty groups are left
 }
 
 // The tile's results, through the problem's store (slice: the split-K slice).
-template <typename T, class Cfg, class Problem>
-__device__ __forceinline__ void store_tile(const Problem& pb, int grp, int m0, int n0, int slice,
-                                           const ThreadOrigin<T, Cfg>& o,
-                                           const T (&acc)[Cfg::ThreadTile::kM][Cfg::ThreadTile::kN]) {
-  CK_UNROLL
-  for (int i = 0; i < Cfg::ThreadTile::kM; ++i)
-    CK_UNROLL
-    for (int j = 0; j < Cfg::ThreadTile::kN; ++j) {
-      const int m = m0 + o.row(i), c = n0 + o.col(j);
-      if (m < pb.M && c < pb.cols) pb.store(grp, m, c, slice, acc[i][j]);
-    }
+template <class Math, class Problem>
+__device__ __forceinline__ void store_tile(const Problem& pb, int grp, int m0, int n0, int slice, const Math& math,
+                                           const typename Math::Acc& acc) {
+  math.each_output(m0, n0, pb.M, pb.cols, acc, [&](int m, int c, auto v) { pb.store(grp, m, c, slice, v); });
 }
 
 // Forward and backward-data. blockIdx.x = m tile * n_tiles + column tile,
 // blockIdx.y = group. Problem supplies M, cols, depth and
 // store(grp, m, col, slice, acc).
-template <typename T, class Cfg, class Problem>
+template <typename T, class Cfg, class Problem, class Math = SimtMath<T, Cfg>>
 __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_columns(Problem pb, Operands<T> op,
                                                                                      int n_tiles) {
-  constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN;
-  using Arrays = StageArrays<T, Cfg>;
+  constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN, kTileK = Math::kTileK;
+  using Arrays = StageArrays<T, Cfg, Math>;
   __shared__ __align__(16) SharedArray<T[Arrays::kA]> As;
   __shared__ __align__(16) SharedArray<T[Arrays::kB]> Bs;
   T* const a_stages = As;
@@ -197,8 +304,8 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_co
   const PatchShape& ps = op.ps;
   const int tid = threadIdx.x, grp = blockIdx.y;
   const int m0 = static_cast<int>(blockIdx.x) / n_tiles * BM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BN;
-  const ThreadOrigin<T, Cfg> o;
-  const bool live = m0 + o.tm0 < pb.M && n0 + o.tn0 < pb.cols;
+  const Math math;
+  const bool live = math.live(m0, n0, pb.M, pb.cols);
 
   // A, lanes along k: one k of the step, rows tid / 8 + 16i.
   constexpr int kARows = BM * kTileK / kThreads, kARowStep = kThreads / kTileK;
@@ -243,19 +350,19 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_co
     }
     k0 += kTileK;
   };
-  T acc[Cfg::ThreadTile::kM][Cfg::ThreadTile::kN] = {};
-  run_pipeline<T, Cfg>((pb.depth + kTileK - 1) / kTileK, a_stages, b_stages, o, live, copy_step, acc);
-  if (live) store_tile<T, Cfg>(pb, grp, m0, n0, 0, o, acc);
+  typename Math::Acc acc = {};
+  run_pipeline<T, Cfg>((pb.depth + kTileK - 1) / kTileK, a_stages, b_stages, math, live, copy_step, acc);
+  if (live) store_tile(pb, grp, m0, n0, 0, math, acc);
 }
 
 // Backward-weights. blockIdx.x = m tile * n_tiles + column tile, blockIdx.y
 // = group, blockIdx.z = split-K slice of slice_len positions (a multiple of
 // kTileK). Problem supplies M, cols (C/groups*R*S), depth (N*P*Q) and store.
-template <typename T, class Cfg, class Problem>
+template <typename T, class Cfg, class Problem, class Math = SimtMath<T, Cfg>>
 __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_positions(Problem pb, Operands<T> op,
                                                                                        int n_tiles, int slice_len) {
-  constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN;
-  using Arrays = StageArrays<T, Cfg>;
+  constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN, kTileK = Math::kTileK;
+  using Arrays = StageArrays<T, Cfg, Math>;
   __shared__ __align__(16) SharedArray<T[Arrays::kA]> As;
   __shared__ __align__(16) SharedArray<T[Arrays::kB]> Bs;
   T* const a_stages = As;
@@ -265,8 +372,8 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_po
   const int m0 = static_cast<int>(blockIdx.x) / n_tiles * BM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BN;
   const int k_begin = static_cast<int>(blockIdx.z) * slice_len;
   const int k_end = pb.depth < k_begin + slice_len ? pb.depth : k_begin + slice_len;
-  const ThreadOrigin<T, Cfg> o;
-  const bool live = m0 + o.tm0 < pb.M && n0 + o.tn0 < pb.cols;
+  const Math math;
+  const bool live = math.live(m0, n0, pb.M, pb.cols);
   const int PQ = ps.P * ps.Q;
 
   // Both operands' lanes walk the positions: one position of the step per
@@ -312,10 +419,10 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_po
     add_digits(pos, pos_step, ps.P, ps.Q);
     k0 += kTileK;
   };
-  T acc[Cfg::ThreadTile::kM][Cfg::ThreadTile::kN] = {};
+  typename Math::Acc acc = {};
   const int k_steps = k_end > k_begin ? (k_end - k_begin + kTileK - 1) / kTileK : 0;
-  run_pipeline<T, Cfg>(k_steps, a_stages, b_stages, o, live, copy_step, acc);
-  if (live) store_tile<T, Cfg>(pb, grp, m0, n0, static_cast<int>(blockIdx.z), o, acc);
+  run_pipeline<T, Cfg>(k_steps, a_stages, b_stages, math, live, copy_step, acc);
+  if (live) store_tile(pb, grp, m0, n0, static_cast<int>(blockIdx.z), math, acc);
 }
 
 }  // namespace convkit::CK_GPU_NS::pipelined

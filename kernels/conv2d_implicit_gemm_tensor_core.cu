@@ -72,6 +72,30 @@
 //      order by sum_slices: the same bits on every run.
 //    Single-buffered, like version 3: a pipelined version (the next tile's
 //    gathers in flight during the mmas) is the next step.
+// v3 pipelined: what an H200 measured of v2 (docs/gpu/measured-h200.md):
+//    slower than the strict FP32 implicit GEMM v5 on 17 of 18 passes of the
+//    layer sets, so TF32 trained no faster than strict. v2 inherits version
+//    3's costs, which v5 removed: five divisions per gathered element, no
+//    pipeline, and a single buffer. v3 is v5 with the multiply swapped: the
+//    same gathering loaders (a fixed coordinate per thread, the other
+//    stepped by mixed-radix adds), the same 4-stage cp.async pipeline and the
+//    same tiles (kernels/conv2d_implicit_gemm_pipelined.cuh), with each
+//    warp's 32x32 (or 32x16) tile as 2 x 4 (2 x 2) mma tiles of 16x8
+//    (pipelined::MmaMath). What changes with the precision:
+//    - Stages hold float32 as gathered (a copy cannot convert); each fragment
+//      word is rounded (tf32) or packed (two bf16) when a warp reads it.
+//    - Stage depth: one mma k-step, 8 elements for tf32, 16 for bf16, so a
+//      bf16 stage gathers twice a tf32 one.
+//    - Row padding: the stages are k-major (As[k][m], Bs[k][col]); a tf32
+//      fragment reads element (k = t, x = g), bank t * row + g, conflict-free
+//      with rows of 8 mod 32 words (BM + 8); bf16 reads rows 2t and 2t + 1,
+//      conflict-free at 4 mod 32 (BM + 4, version 5's own).
+//    - Outputs: each lane's 4 accumulators per mma tile go through the
+//      problem's store, as v1's do; no staging of the output tile.
+//    Workspace, split-K slices and the descriptors it runs are version 5's.
+//    Predicted, not measured: at least v5's strict speed on every pass (the
+//    same loaders, with 8 mma per warp per stage in place of 256 FMA per
+//    thread), and up to the tensor cores' gain where the loaders keep up.
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -80,6 +104,7 @@
 #include <type_traits>
 
 #include "convkit/backend/kernel_versions.h"
+#include "kernels/conv2d_implicit_gemm.cuh"
 #include "kernels/conv2d_implicit_gemm_problem.cuh"
 #include "kernels/conv2d_implicit_gemm_tensor_core.cuh"
 #include "kernels/im2col.cuh"
@@ -92,7 +117,7 @@ namespace {
 
 using namespace implicit_gemm;
 
-constexpr int kVersions = 2;
+constexpr int kVersions = 3;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // ---------------------------------------------------------------------------
@@ -253,8 +278,16 @@ __global__ void __launch_bounds__(tiled::kThreads) implicit_gemm_tc_v2_tiled(Pro
 // ---------------------------------------------------------------------------
 // Host side.
 
-std::int64_t tile_m(int version) { return version == kImplicitGemmTcWarpVersion ? kWarpTileM : tiled::kTileM; }
-std::int64_t tile_n(int version) { return version == kImplicitGemmTcWarpVersion ? kWarpTileN : tiled::kTileN; }
+// Version 3's tiles are version 5's (at least 32 x 32); the grid check
+// below uses the smallest.
+std::int64_t tile_m(int version) {
+  if (version == kImplicitGemmTcWarpVersion) return kWarpTileM;
+  return version == kImplicitGemmTcPipelinedVersion ? 32 : tiled::kTileM;
+}
+std::int64_t tile_n(int version) {
+  if (version == kImplicitGemmTcWarpVersion) return kWarpTileN;
+  return version == kImplicitGemmTcPipelinedVersion ? 32 : tiled::kTileN;
+}
 
 Split split_of(DType dtype, const Conv2dDesc& d, int version) {
   if (version == kImplicitGemmTcWarpVersion) return Split{1, static_cast<int>(std::max<std::int64_t>(d.N * d.P() * d.Q(), 1))};
@@ -300,7 +333,9 @@ void register_conv2d_implicit_gemm_tensor_core_family() {
          "v1 warp per tile: one warp per 16x8 tile of the implicit product, tf32 or bf16 fragments gathered from "
          "x, w or dy\n"
          "v2 tiled: 64x64x32-word tiles gathered into shared memory as tf32 or bf16 pairs, 8 warps of 32x16 on "
-         "mma.sync, deterministic split-K for backward-weights"});
+         "mma.sync, deterministic split-K for backward-weights\n"
+         "v3 pipelined: conv2d_implicit_gemm v5's division-free gathers, 4-stage cp.async pipeline and tiles, each "
+         "warp's tile on mma.sync, rounded as the fragments are read"});
     return true;
   }();
   (void)registered;
@@ -313,6 +348,10 @@ std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const
     return detail::concat("dtype ", dtype, " is not supported: the tensor-core convolution takes float32 (rounded "
                           "to tf32 or bf16 inside)");
   if (std::string why = index_limits_reason(d, "conv2d_implicit_gemm_tensor_core"); !why.empty()) return why;
+  if (version == kImplicitGemmTcPipelinedVersion) {
+    if (std::string why = conv2d_implicit_gemm_cannot_implement(dtype, d, kImplicitGemmPipelinedVersion); !why.empty())
+      return why;
+  }
   // The largest product: forward's Kg x N*P*Q, backward-data's Cg x N*H*W
   // (its stride phases together), backward-weights' Kg x Cg*R*S.
   const std::int64_t tiles = std::max({ceil_div(d.K_per_group(), tile_m(version)) * ceil_div(d.N * d.P() * d.Q(), tile_n(version)),
@@ -324,6 +363,8 @@ std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const
 }
 
 int conv2d_implicit_gemm_tensor_core_weight_slices(DType dtype, const Conv2dDesc& d, int version) {
+  if (version == kImplicitGemmTcPipelinedVersion)
+    return conv2d_implicit_gemm_weight_slices(dtype, d, kImplicitGemmPipelinedVersion);
   return split_of(dtype, d, version).slices;
 }
 
@@ -332,6 +373,8 @@ std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const 
   CK_CHECK(version >= 1 && version <= kVersions, "conv2d_implicit_gemm_tensor_core has versions 1..", kVersions,
            ", not ", version);
   if (version == kImplicitGemmTcWarpVersion) return 0;
+  if (version == kImplicitGemmTcPipelinedVersion)
+    return conv2d_implicit_gemm_workspace_bytes(dtype, d, pass, kImplicitGemmPipelinedVersion);
   return tiled_workspace_bytes(dtype, d, pass, split_of(dtype, d, version));
 }
 
@@ -340,6 +383,10 @@ void launch_conv2d_implicit_gemm_tensor_core_forward(TensorCorePrecision precisi
                                                      int version) {
   register_conv2d_implicit_gemm_tensor_core_family();
   check_call("conv2d_implicit_gemm_tensor_core forward", dtype, d, version, {x, w, y});
+  if (version == kImplicitGemmTcPipelinedVersion) {
+    launch_conv2d_implicit_gemm_pipelined_mma_forward(precision, d, x, w, b, y);
+    return;
+  }
   const Geometry g = geometry(d);
   const ForwardProblem<float> pb{g, static_cast<const float*>(x), static_cast<const float*>(w),
                                  static_cast<const float*>(b), static_cast<float*>(y), g.Kg, g.N * g.PQ,
@@ -356,6 +403,10 @@ void launch_conv2d_implicit_gemm_tensor_core_backward_data(TensorCorePrecision p
       conv2d_implicit_gemm_tensor_core_workspace_bytes(dtype, d, ConvPass::backward_data, version);
   CK_CHECK(needed == 0 || workspace != nullptr, "conv2d_implicit_gemm_tensor_core backward-data: needs ", needed,
            " bytes of workspace but workspace is null; descriptor ", d.str());
+  if (version == kImplicitGemmTcPipelinedVersion) {
+    launch_conv2d_implicit_gemm_pipelined_mma_backward_data(precision, d, dy, w, dx, workspace);
+    return;
+  }
   const Geometry g = geometry(d);
   float* wt = needed > 0 ? static_cast<float*>(workspace) : nullptr;
   if (wt != nullptr) {
@@ -386,6 +437,10 @@ void launch_conv2d_implicit_gemm_tensor_core_backward_weights(TensorCorePrecisio
       conv2d_implicit_gemm_tensor_core_workspace_bytes(dtype, d, ConvPass::backward_weights, version);
   CK_CHECK(needed == 0 || workspace != nullptr, "conv2d_implicit_gemm_tensor_core backward-weights: needs ", needed,
            " bytes of workspace but workspace is null; descriptor ", d.str());
+  if (version == kImplicitGemmTcPipelinedVersion) {
+    launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(precision, d, x, dy, dw, workspace);
+    return;
+  }
   const Geometry g = geometry(d);
   const Split split = split_of(dtype, d, version);
   const int dw_elems = g.K * g.Cg * g.RS;

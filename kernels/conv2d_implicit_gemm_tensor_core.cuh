@@ -13,13 +13,17 @@
 // and float32 only. CONVKIT_KERNEL_CONV2D_IMPLICIT_GEMM=<v> keeps meaning "this
 // strict-precision kernel".
 //
-// The family "conv2d_implicit_gemm_tensor_core" has two versions:
+// The family "conv2d_implicit_gemm_tensor_core" has three versions:
 //   1 warp per tile: one warp per 16x8 tile of the product, each lane gathering
 //     its fragments from x, w or dy and rounding them; the twin, no workspace
 //   2 tiled (the default): 64x64x32 block tiles gathered into shared memory by
 //     version 3's loaders, rounded once as they are staged, 8 warps of 32x16,
 //     backward-data's transposed filter and backward-weights' split-K as in
 //     version 3 (so the same workspace)
+//   3 pipelined: conv2d_implicit_gemm version 5's division-free gathering
+//     loaders, 4-stage cp.async pipeline and 64x64 / 64x32 / 32x64 tiles, each
+//     warp's product on mma.sync, float32 stages rounded as the fragments are
+//     read; version 5's descriptors, workspace and split-K slices
 #include <cstddef>
 #include <string>
 
@@ -32,16 +36,19 @@ namespace convkit::CK_GPU_NS {
 
 inline constexpr int kImplicitGemmTcWarpVersion = 1;
 inline constexpr int kImplicitGemmTcTiledVersion = 2;
+inline constexpr int kImplicitGemmTcPipelinedVersion = 3;
 
 // Registers the "conv2d_implicit_gemm_tensor_core" family (idempotent).
 void register_conv2d_implicit_gemm_tensor_core_family();
 
 // Empty when `version` can run `d` in `dtype`, else why not (a version other
-// than 1 or 2, a dtype other than float32, an index past 32 bits, a grid too big).
+// than 1 to 3, a dtype other than float32, an index past 32 bits, a grid too
+// big; for version 3 what conv2d_implicit_gemm version 5 cannot run).
 std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const Conv2dDesc& d, int version);
 
 // Bytes of workspace `pass` needs under `version` (0 when none). Version 2's
-// equal conv2d_implicit_gemm version 3's for every descriptor. A pure
+// equal conv2d_implicit_gemm version 3's for every descriptor, version 3's
+// version 5's. A pure
 // function of the descriptor, dtype and version; never above d.workspace_limit.
 std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const Conv2dDesc& d, ConvPass pass,
                                                              int version);

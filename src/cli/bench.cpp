@@ -16,6 +16,7 @@
 #include "cli/build_commit.h"
 #include "cli/commands.h"
 #include "convkit/backend/backend.h"
+#include "convkit/backend/kernel_versions.h"
 #include "convkit/core/error.h"
 #include "convkit/core/host_info.h"
 #include "convkit/models/zoo.h"
@@ -130,12 +131,19 @@ int bench_train(const Args& args) {
     std::printf("%s", profiler.report().table().c_str());
   }
   if (p.flag("json")) {
+    // The kernel families pinned to a version (API or CONVKIT_KERNEL_<FAMILY>),
+    // as "family=version" joined by commas: what else the run depended on.
+    std::string pinned;
+    for (const KernelFamilyInfo& f : kernel_families())
+      if (kernel_version_pinned(f.family))
+        pinned += (pinned.empty() ? "" : ",") + f.family + "=" + std::to_string(kernel_version(f.family));
     JsonLine line;
     line.add("command", "bench train")
         .add("model", model_name)
         .add("device", device.str())
         .add("algo", algo)
         .add("float32_precision", precision)
+        .add("pinned_kernels", pinned)
         .add("optimizer", optimizer_name)
         .add("batch", batch)
         .add("steps", steps)

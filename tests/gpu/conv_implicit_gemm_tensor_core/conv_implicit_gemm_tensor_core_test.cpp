@@ -1,10 +1,11 @@
 // The tensor-core implicit-GEMM convolution
 // (kernels/conv2d_implicit_gemm_tensor_core.cu) as the GPU im2col_gemm
 // algorithm runs it under allow_tf32, on sim (and cuda, in the nvcc build):
-// both versions, every pass, on tests/cpu/conv's descriptors (odd sizes,
+// every version, every pass, on tests/cpu/conv's descriptors (odd sizes,
 // batch 1, stride, padding, dilation, groups, 1x1) plus tile-straddling and
 // split-K cases and two real layers; against the float64 reference within
-// the tf32 bound, version 2 against its twin, bit for bit across runs; the
+// the tf32 bound, versions 2 and 3 against their twin, bit for bit across
+// runs; version 3's fragment reads conflict-free; the
 // setting off leaves every pass strict to the bit, float64 always strict,
 // CONVKIT_ALLOW_TF32 honoured; a conv net trains with it on.
 #include <gtest/gtest.h>
@@ -32,6 +33,7 @@ using cpu::testing::ConvCase;
 constexpr const char* kFamily = "conv2d_implicit_gemm_tensor_core";
 constexpr int kWarp = kernels::kImplicitGemmTcWarpVersion;
 constexpr int kTiled = kernels::kImplicitGemmTcTiledVersion;
+constexpr int kPipelined = kernels::kImplicitGemmTcPipelinedVersion;
 
 class RegisterFamilies : public ::testing::Environment {
  public:
@@ -134,30 +136,32 @@ TEST_P(TensorCoreCase, EveryPassIsWithinTheRoundingBoundOfTheFloat64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, TensorCoreCase,
                          ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()),
-                                            ::testing::Values(kWarp, kTiled), ::testing::Values(kTf32, kBf16)),
+                                            ::testing::Values(kWarp, kTiled, kPipelined),
+                                            ::testing::Values(kTf32, kBf16)),
                          case_name);
 
 // Same rounding, the same mma per k-step (8 elements in tf32, 16 in bf16) in
-// the same order: under sim the tiled version and its twin agree bit for bit,
-// except where the tiled one splits backward-weights' K (its partials are
-// summed in another order).
-TEST(ConvTensorCore, TiledAgreesWithItsTwin) {
+// the same order: under sim the tiled and pipelined versions and their twin
+// agree bit for bit, except where one splits backward-weights' K (its
+// partials are summed in another order).
+TEST(ConvTensorCore, TiledAndPipelinedAgreeWithTheirTwin) {
   for (TensorCorePrecision p : {kTf32, kBf16})
-    for (const ConvCase& c : cases()) {
-      const std::string where = c.name + " " + kernels::precision_name(p);
-      const Outputs<float> twin = run_tc(c.desc, kWarp, p), tiled = run_tc(c.desc, kTiled, p);
+    for (const ConvCase& c : cases())
+      for (int version : {kTiled, kPipelined}) {
+        const std::string where = c.name + " " + kernels::precision_name(p) + " v" + std::to_string(version);
+        const Outputs<float> twin = run_tc(c.desc, kWarp, p), tiled = run_tc(c.desc, version, p);
 #if !defined(__CUDACC__)
-      EXPECT_EQ(tiled.y, twin.y) << where;
-      EXPECT_EQ(tiled.dx, twin.dx) << where;
-      if (kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, c.desc, kTiled) == 1) {
-        EXPECT_EQ(tiled.dw, twin.dw) << where;
-      }
+        EXPECT_EQ(tiled.y, twin.y) << where;
+        EXPECT_EQ(tiled.dx, twin.dx) << where;
+        if (kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, c.desc, version) == 1) {
+          EXPECT_EQ(tiled.dw, twin.dw) << where;
+        }
 #endif
-      const CaseData& data = case_data(c.desc);
-      EXPECT_TRUE(agree(tiled.y, twin.y, rounded_tolerances(data.y, p))) << "forward " << where;
-      EXPECT_TRUE(agree(tiled.dx, twin.dx, rounded_tolerances(data.dx, p))) << "bwd-data " << where;
-      EXPECT_TRUE(agree(tiled.dw, twin.dw, rounded_tolerances(data.dw, p))) << "bwd-weights " << where;
-    }
+        const CaseData& data = case_data(c.desc);
+        EXPECT_TRUE(agree(tiled.y, twin.y, rounded_tolerances(data.y, p))) << "forward " << where;
+        EXPECT_TRUE(agree(tiled.dx, twin.dx, rounded_tolerances(data.dx, p))) << "bwd-data " << where;
+        EXPECT_TRUE(agree(tiled.dw, twin.dw, rounded_tolerances(data.dw, p))) << "bwd-weights " << where;
+      }
 }
 
 // cifar10-cnn conv4 and resnet18-cifar layer2 (128 -> 128, 3x3 on 16x16),
@@ -166,16 +170,17 @@ TEST(ConvTensorCoreLayer, RealLayersAreWithinTheRoundingBound) {
   const std::vector<ConvCase> layers = {{"cifar10_cnn_conv4", make(1, 64, 15, 15, 64, 3, 3, 0)},
                                         {"resnet18_layer2", make(1, 128, 16, 16, 128, 3, 3, 1)}};
   for (TensorCorePrecision p : {kTf32, kBf16})
-    for (const ConvCase& c : layers) {
-      const Outputs<float> out = run_tc(c.desc, kTiled, p);
-      expect_within_bound(c, out, c.name, p);
-      // Far inside the worst case: the errors of a real layer are random-signed.
-      const CaseData& data = case_data(c.desc);
-      double worst = 0;
-      for (std::size_t i = 0; i < out.y.size(); ++i)
-        worst = std::max(worst, std::abs(out.y[i] - data.y.value[i]) / data.y.magnitude[i]);
-      EXPECT_LT(worst, 2 * unit_of(p)) << c.name << " " << kernels::precision_name(p);
-    }
+    for (const ConvCase& c : layers)
+      for (int version : {kTiled, kPipelined}) {
+        const Outputs<float> out = run_tc(c.desc, version, p);
+        expect_within_bound(c, out, c.name + " v" + std::to_string(version), p);
+        // Far inside the worst case: the errors of a real layer are random-signed.
+        const CaseData& data = case_data(c.desc);
+        double worst = 0;
+        for (std::size_t i = 0; i < out.y.size(); ++i)
+          worst = std::max(worst, std::abs(out.y[i] - data.y.value[i]) / data.y.magnitude[i]);
+        EXPECT_LT(worst, 2 * unit_of(p)) << c.name << " v" << version << " " << kernels::precision_name(p);
+      }
 }
 
 // The split of backward-weights is version 3's, fixed by the descriptor: two
@@ -334,7 +339,7 @@ TEST(ConvTensorCore, BadArgumentsNameTheProblem) {
   const Conv2dDesc d = make(1, 2, 5, 5, 2, 3, 3, 0);
   EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float64, d, kTiled).find("float32"),
             std::string::npos);
-  EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, d, 3).find("versions 1..2"),
+  EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, d, 4).find("versions 1..3"),
             std::string::npos);
   const Conv2dDesc huge = make(1 << 16, 64, 32, 32, 64, 3, 3, 1);
   EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, huge, kTiled).find("32 bits"),
@@ -417,32 +422,47 @@ sim::KernelProfile profiled(const Conv2dDesc& d, ConvPass pass, int version) {
       algo().backward_weights(d, DType::float32, x.raw_data(), dy.raw_data(), out.raw_data(), nullptr, ws.raw_data());
       break;
   }
+  // Versions 1 and 2 are implicit_gemm_tc_*; version 3 runs version 5's
+  // kernels (implicit_gemm_v5_*) with their tensor-core Math.
   sim::KernelProfile tiled;
   for (const sim::KernelProfile& k : sim::take_profile())
-    if (k.kernel.find("implicit_gemm_tc_") != std::string::npos) tiled += k;
+    if (k.kernel.find("implicit_gemm_tc_") != std::string::npos || k.kernel.find("implicit_gemm_v5_") != std::string::npos)
+      tiled += k;
   return tiled;
 }
 
-// Every mma is counted as tf32 tensor-core work and none as FP32; version
-// 2's shared stores (the loaders) and fragment loads are free of bank
-// conflicts in every pass, both B layouts included (the head of the .cu
-// gives the bank arithmetic).
-TEST(ConvTensorCore, TheSimProfileCountsMmaAndTiledSharedAccessIsConflictFree) {
+// Every mma is counted as tf32 tensor-core work and none as FP32, in every
+// pass of versions 2 and 3; their fragment reads are free of bank conflicts
+// (version 3's with its 8 mod 32 rows of tf32), and so are version 2's
+// loaders' stores, both B layouts included (the head of the .cu gives the
+// bank arithmetic). Version 3's tf32 rows cost the stores of loaders whose
+// lanes walk k 2-way conflicts, and no more.
+TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
   if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
   const Conv2dDesc d = make(2, 16, 12, 12, 24, 3, 3, 1);
-  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
-    const sim::KernelProfile t = profiled(d, pass, kTiled);
-    EXPECT_GT(t.tf32_fmas, 0u) << conv_pass_name(pass);
-    EXPECT_EQ(t.fmas, 0u) << conv_pass_name(pass);
-    EXPECT_GT(t.shared_load.requests, 0u) << conv_pass_name(pass);
-    EXPECT_EQ(t.shared_load.conflict_wavefronts, 0u) << conv_pass_name(pass);
-    EXPECT_EQ(t.shared_store.conflict_wavefronts, 0u) << conv_pass_name(pass);
-  }
+  for (int version : {kTiled, kPipelined})
+    for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
+      const std::string where = std::string(conv_pass_name(pass)) + " v" + std::to_string(version);
+      const sim::KernelProfile t = profiled(d, pass, version);
+      EXPECT_GT(t.tf32_fmas, 0u) << where;
+      EXPECT_EQ(t.fmas, 0u) << where;
+      EXPECT_GT(t.shared_load.requests, 0u) << where;
+      EXPECT_EQ(t.shared_load.conflict_wavefronts, 0u) << where;
+      if (version == kTiled) {
+        EXPECT_EQ(t.shared_store.conflict_wavefronts, 0u) << where;
+      } else {
+        EXPECT_LE(t.shared_store.wavefronts, 2 * t.shared_store.requests) << where << ": at most 2-way";
+      }
+    }
   // Forward is one product Kg x N*P*Q x Cg*R*S = 24 x 288 x 144: version 1
   // runs 2 x 36 tiles of 16x8 over 18 k-steps of 8, version 2 one 64-row
-  // band by 5 column tiles over 5 K-steps of 32.
+  // band by 5 column tiles over 5 K-steps of 32. Version 3 takes version 5's
+  // 32x64 tile (M = 24, 4 warps of 32x16) over 18 k-steps of 8: the 288
+  // columns are 18 warp tiles of 2 x 2 mma tiles, and a warp wholly past the
+  // columns issues none.
   EXPECT_EQ(profiled(d, ConvPass::forward, kWarp).tf32_fmas, 2u * 36 * 16 * 8 * 8 * 18);
   EXPECT_EQ(profiled(d, ConvPass::forward, kTiled).tf32_fmas, 1u * 5 * 64 * 64 * 32 * 5);
+  EXPECT_EQ(profiled(d, ConvPass::forward, kPipelined).tf32_fmas, 18u * 32 * 16 * 8 * 18);
 }
 #endif
 
