@@ -27,9 +27,11 @@
 //  3. Shared-memory reads. v3's 4x4 thread tile reads 8 scalar words for
 //     16 multiply-adds; the warp tiles here (kernels/warp_tile.cuh) read
 //     16-byte fragments: 3 loads per 32 multiply-adds with the 4x8 tile.
-// Stores into the stages are conflict-free: rows are BX + 16 bytes long, so
-// a warp whose lanes walk x stores 32 consecutive words, and one whose lanes
-// walk k (8 k by 4 x) stores to banks 4k + x, all 32 different.
+// Under SimtMath, stores into the stages are conflict-free: rows are BX + 16
+// bytes long, so a warp whose lanes walk x stores 32 consecutive words, and
+// one whose lanes walk k (8 k by 4 x) stores to banks 4k + x, all 32
+// different. MmaMath's rows and depths trade that for conflict-free fragment
+// reads: loaders whose lanes walk k meet 2-way (its comment says why).
 //
 // Tiles, 128 threads each: 64x64x8 (2x2 warps of 32x32, 4x8 per thread), or
 // 64x32x8 (warps of 32x16, 4x4 per thread) when 64x64 tiles would give the
@@ -95,7 +97,10 @@ static_assert(Tile64x64::kThreads == kThreads && Tile64x32::kThreads == kThreads
 // (kPad): SIMT reads 16-byte fragments along a row and pads by 16 bytes;
 // tf32 fragments read element (k = t, x = g) of the k-major stage, at bank
 // t * row + g, which is conflict-free when the row is 8 mod 32 words; bf16
-// reads rows 2t and 2t + 1, conflict-free at 4 mod 32.
+// reads rows 2t and 2t + 1, conflict-free at 4 mod 32. The price is on the
+// stores of loaders whose lanes walk k: tf32's 8 k by 4 x land on banks
+// 8k + x, bf16's 16 k by 2 x on 4k + x, k and k + 4 (or k + 8) together:
+// 2-way.
 template <typename T, class Cfg>
 struct SimtMath {
   static constexpr int kTileK = Cfg::BlockTile::kK;

@@ -446,7 +446,7 @@ __global__ void __launch_bounds__(v3::kThreads) gemm_tc_v3_wide_tiles(TcOperands
 //     16-byte chunks (zero-filled past the matrix's edge), three stages of 32
 //     elements of k deep, so two stages' loads are in flight while the warps
 //     multiply the third; no staging registers, one barrier per stage of 4
-//     (tf32) or 2 (bf16) mma k-steps (32 or 16 mma per warp each). When an operand is not 16-byte aligned
+//     (tf32) or 2 (bf16) mma k-steps of 32 mma per warp each. When an operand is not 16-byte aligned
 //     (pointer, leading dimension or batch stride), each chunk is four 4-byte
 //     copies instead, with the same layout.
 //   Convert at the fragment read: since the copy cannot convert, each
@@ -454,9 +454,12 @@ __global__ void __launch_bounds__(v3::kThreads) gemm_tc_v3_wide_tiles(TcOperands
 //     it: 32 conversions per 32 mma per warp, and v1's rounding, so v4
 //     computes what v1 computes, bit for bit under sim.
 //   Tile: 128x128 per block, as v3, but of 4 warps of 64x64 (4 x 8 mma tiles,
-//     128 accumulators per lane, about 240 registers, no spills): a warp's
-//     32 mma per k-step share 16 A and 16 B words, one shared-memory read per
-//     mma where v3's 64x32 warps need 1.5. Two blocks (8 warps) per SM.
+//     128 accumulators per lane, 227-242 registers on sm_90 with no spills;
+//     on sm_80 two tf32 layouts take 255 and spill 4 bytes): a warp's 32 mma
+//     per k-step share 16 A and 16 B words. In tf32 that is one 4-byte
+//     shared-memory read per mma where v3's 64x32 warps need 1.5; in bf16
+//     an x-contiguous operand's word takes two 4-byte reads, so v4 reads as
+//     often as v3 there. Two blocks (8 warps) per SM.
 //   Layouts: each operand keeps its global orientation (as v3), in float32
 //     rows whose pitch depends on the precision, so that fragment reads are
 //     conflict-free:
@@ -474,9 +477,13 @@ __global__ void __launch_bounds__(v3::kThreads) gemm_tc_v3_wide_tiles(TcOperands
 //     that last, which runs one. Dynamic shared memory above 48 KB needs the
 //     kernel's opt-in (allow_dynamic_shared).
 // Predicted, not measured: with the copies' latency off the warps' path the
-// bound moves to the shared-memory reads, one 4-byte (tf32) or 8-byte (bf16
-// A) read per mma per warp, against mma.sync's issue rate; the model's
-// roofline is in docs/gpu/gemm_tensor_core.md.
+// bound moves to the shared-memory reads (128 bytes per tf32 mma, 256 per
+// bf16 one: 16 flop per byte either way) and mma.sync's issue rate; the
+// model's roofline is in
+// docs/gpu/gemm_tensor_core.md.
+// Each launch sets the kernel's shared-memory opt-in again
+// (cudaFuncSetAttribute, a host call of about a microsecond): simpler than
+// remembering it per kernel and device, and v4 is not the default.
 namespace v4 {
 constexpr int kTile = 128;  // block tile, M and N
 constexpr int kWarpM = 64, kWarpN = 64;
@@ -578,6 +585,17 @@ struct V4Copier {
 template <TensorCorePrecision P, bool TA, bool TB>
 constexpr std::size_t v4_shared_bytes() {
   return v4::kStages * (V4Stage<P, TA>::kFloats + V4Stage<P, !TB>::kFloats) * sizeof(float);
+}
+
+// The larger of the two precisions' (cannot_implement does not know which runs).
+std::size_t v4_largest_shared_bytes(bool trans_a, bool trans_b) {
+  std::size_t bytes = 0;
+  with_transposes(trans_a, trans_b, [&](auto ta, auto tb) {
+    constexpr bool TA = decltype(ta)::value, TB = decltype(tb)::value;
+    bytes = std::max(v4_shared_bytes<TensorCorePrecision::tf32, TA, TB>(),
+                     v4_shared_bytes<TensorCorePrecision::bf16, TA, TB>());
+  });
+  return bytes;
 }
 
 template <TensorCorePrecision P, bool TA, bool TB, bool Vec>
@@ -723,6 +741,12 @@ std::string gemm_tensor_core_cannot_implement(DType dtype, const GemmArgs& g, in
   if (!why.empty() || g.M == 0 || g.N == 0 || g.batch == 0) return why;
   if (ceil_div(g.M, tile_m(version)) * ceil_div(g.N, tile_n(version)) > kMaxGridX)
     return detail::concat("C of ", g.M, " x ", g.N, " has more tiles than a grid holds (", kMaxGridX, ")");
+  if (version == 4) {
+    const std::size_t bytes = v4_largest_shared_bytes(g.trans_a, g.trans_b), offered = max_dynamic_shared_bytes();
+    if (bytes > offered)
+      return detail::concat("version 4 needs ", bytes, " bytes of shared memory per block; this device offers ",
+                            offered, " (sm_86 and sm_89 offer 99 KB: take version 2 or 3 there)");
+  }
   return {};
 }
 

@@ -391,7 +391,7 @@ train() {
       precision=${variant%%-*}
       pin=(); [ $variant = high-tc3 ] && pin=(CONVKIT_KERNEL_CONV2D_IMPLICIT_GEMM_TENSOR_CORE=3)
       profile=; [ $precision = highest ] && profile=--profile
-      lines=$(env "${pin[@]}" timeout $train_cap_s "$cli" bench train "$model" --device $device --batch "$batch" \
+      lines=$(env ${pin[@]+"${pin[@]}"} timeout $train_cap_s "$cli" bench train "$model" --device $device --batch "$batch" \
         --steps $steps_n --warmup $warmup --optimizer sgd --float32-precision $precision --json $profile) || return 1
       printf '%s\n' "$lines"
       tail -n 1 <<<"$lines" >>"$out/train.jsonl"

@@ -92,6 +92,17 @@ void allow_dynamic_shared(void (*kernel)(Params...), std::size_t bytes) {
            cudaGetErrorString(status));
 }
 
+// The most dynamic shared memory a block may opt in to on the current
+// device (227 KB on sm_90, 163 KB on sm_80, 99 KB on sm_86 and sm_89), for
+// a cannot_implement check; 0 when the device cannot be queried.
+inline std::size_t max_dynamic_shared_bytes() {
+  int device = 0, bytes = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
+    return 0;
+  return static_cast<std::size_t>(bytes);
+}
+
 }  // namespace convkit
 
 #else

@@ -68,4 +68,7 @@ void allow_dynamic_shared(void (*kernel)(Params...), std::size_t bytes) {
   sim::set_max_dynamic_shared_bytes(reinterpret_cast<const void*>(kernel), bytes);
 }
 
+// The most a kernel may opt in to: sim's limit is sm_90's.
+inline std::size_t max_dynamic_shared_bytes() { return sim::kMaxDynamicSharedBytes; }
+
 }  // namespace convkit

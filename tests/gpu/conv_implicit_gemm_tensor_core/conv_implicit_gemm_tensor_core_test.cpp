@@ -400,9 +400,9 @@ TEST(ConvTensorCoreTraining, AConvNetTrainsWithTf32AndBf16) {
 }
 
 #if !defined(__CUDACC__)  // the performance model is sim's
-sim::KernelProfile profiled(const Conv2dDesc& d, ConvPass pass, int version) {
+sim::KernelProfile profiled(const Conv2dDesc& d, ConvPass pass, int version, TensorCorePrecision precision = kTf32) {
   const CaseData& data = case_data(d);
-  const ScopedAllowTf32 on(true);
+  const ScopedFloat32Precision level(precision == kTf32 ? Float32Precision::high : Float32Precision::medium);
   ScopedKernelVersion select(kFamily, version);
   const Tensor x = device_tensor<float>(data.in.x), w = device_tensor<float>(data.in.w);
   const Tensor dy = device_tensor<float>(data.in.dy);
@@ -431,29 +431,33 @@ sim::KernelProfile profiled(const Conv2dDesc& d, ConvPass pass, int version) {
   return tiled;
 }
 
-// Every mma is counted as tf32 tensor-core work and none as FP32, in every
-// pass of versions 2 and 3; their fragment reads are free of bank conflicts
-// (version 3's with its 8 mod 32 rows of tf32), and so are version 2's
-// loaders' stores, both B layouts included (the head of the .cu gives the
-// bank arithmetic). Version 3's tf32 rows cost the stores of loaders whose
-// lanes walk k 2-way conflicts, and no more.
+// Every mma is counted as tensor-core work of its precision and none as
+// FP32, in every pass of versions 2 and 3 in tf32 and bf16; their fragment
+// reads are free of bank conflicts (version 3's with its rows of 8 mod 32
+// words in tf32, 4 mod 32 in bf16), and so are version 2's loaders' stores,
+// both B layouts included (the head of the .cu gives the bank arithmetic).
+// Version 3's rows cost the stores of loaders whose lanes walk k 2-way
+// conflicts, and no request more than 2-way.
 TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
   if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
   const Conv2dDesc d = make(2, 16, 12, 12, 24, 3, 3, 1);
-  for (int version : {kTiled, kPipelined})
-    for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
-      const std::string where = std::string(conv_pass_name(pass)) + " v" + std::to_string(version);
-      const sim::KernelProfile t = profiled(d, pass, version);
-      EXPECT_GT(t.tf32_fmas, 0u) << where;
-      EXPECT_EQ(t.fmas, 0u) << where;
-      EXPECT_GT(t.shared_load.requests, 0u) << where;
-      EXPECT_EQ(t.shared_load.conflict_wavefronts, 0u) << where;
-      if (version == kTiled) {
-        EXPECT_EQ(t.shared_store.conflict_wavefronts, 0u) << where;
-      } else {
-        EXPECT_LE(t.shared_store.wavefronts, 2 * t.shared_store.requests) << where << ": at most 2-way";
+  for (TensorCorePrecision p : {kTf32, kBf16})
+    for (int version : {kTiled, kPipelined})
+      for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
+        const std::string where = std::string(conv_pass_name(pass)) + " v" + std::to_string(version) + " " +
+                                  kernels::precision_name(p);
+        const sim::KernelProfile t = profiled(d, pass, version, p);
+        EXPECT_GT(p == kTf32 ? t.tf32_fmas : t.bf16_fmas, 0u) << where;
+        EXPECT_EQ(p == kTf32 ? t.bf16_fmas : t.tf32_fmas, 0u) << where;
+        EXPECT_EQ(t.fmas, 0u) << where;
+        EXPECT_GT(t.shared_load.requests, 0u) << where;
+        EXPECT_EQ(t.shared_load.conflict_wavefronts, 0u) << where;
+        if (version == kTiled) {
+          EXPECT_EQ(t.shared_store.conflict_wavefronts, 0u) << where;
+        } else {
+          EXPECT_LE(t.shared_store.max_ways, 2u) << where;
+        }
       }
-    }
   // Forward is one product Kg x N*P*Q x Cg*R*S = 24 x 288 x 144: version 1
   // runs 2 x 36 tiles of 16x8 over 18 k-steps of 8, version 2 one 64-row
   // band by 5 column tiles over 5 K-steps of 32. Version 3 takes version 5's
