@@ -136,10 +136,11 @@ struct MmaMath {
   static constexpr int kMmaM = Cfg::WarpTile::kM / 16, kMmaN = Cfg::WarpTile::kN / 8;
   static_assert(Cfg::WarpTile::kM % 16 == 0 && Cfg::WarpTile::kN % 8 == 0, "warp tiles of whole mma tiles");
   using Acc = float[kMmaM][kMmaN][4];
-  int wm, wn, group, tig;
+  int wm, wn, lane, group, tig;
 
   __device__ __forceinline__ MmaMath() {
-    const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    lane = static_cast<int>(threadIdx.x) % 32;
     wm = warp / Cfg::kWarpsN * Cfg::WarpTile::kM;
     wn = warp % Cfg::kWarpsN * Cfg::WarpTile::kN;
     group = lane / 4;
@@ -149,33 +150,25 @@ struct MmaMath {
   __device__ __forceinline__ bool live(int m0, int n0, int M, int cols) const {
     return m0 + wm < M && n0 + wn < cols;
   }
-  // Fragment word kw of row x of a k-major stage s[k][x] (rows of Row elements).
-  template <int Row>
-  __device__ __forceinline__ static std::uint32_t word(const float* s, int x, int kw) {
-    if constexpr (P == TensorCorePrecision::tf32) {
-      return dev::cvt_rna_tf32(s[kw * Row + x]);
-    } else {
-      return dev::pack_bf16x2(s[2 * kw * Row + x], s[(2 * kw + 1) * Row + x]);
-    }
-  }
+  // The stages are k-major, s[k][x] in rows of RowA or RowB elements.
   template <int RowA, int RowB>
   __device__ __forceinline__ void multiply(const float* as, const float* bs, Acc& acc) const {
     std::uint32_t af[kMmaM][4], bf[kMmaN][2];
     CK_UNROLL
     for (int i = 0; i < kMmaM; ++i)
       CK_UNROLL
-      for (int r = 0; r < 4; ++r) af[i][r] = word<RowA>(as, wm + i * 16 + group + (r & 1) * 8, tig + (r >> 1) * 4);
+      for (int r = 0; r < 4; ++r)
+        af[i][r] = dev::stage_word<P, true, RowA>(as, wm + i * 16 + group + (r & 1) * 8, tig + (r >> 1) * 4);
     CK_UNROLL
     for (int j = 0; j < kMmaN; ++j)
       CK_UNROLL
-      for (int r = 0; r < 2; ++r) bf[j][r] = word<RowB>(bs, wn + j * 8 + group, tig + r * 4);
+      for (int r = 0; r < 2; ++r) bf[j][r] = dev::stage_word<P, true, RowB>(bs, wn + j * 8 + group, tig + r * 4);
     CK_UNROLL
     for (int i = 0; i < kMmaM; ++i)
       CK_UNROLL
       for (int j = 0; j < kMmaN; ++j) dev::mma<P>(acc[i][j], af[i], bf[j]);
   }
-  // Accumulator e of mma tile (i, j) is row group (+8 for e >= 2), column
-  // 2 * tig + (e & 1) of that tile (convkit/sim/mma.h).
+  // Accumulator e of mma tile (i, j) sits at dev::mma_c_row/col of that tile.
   template <class Out>
   __device__ __forceinline__ void each_output(int m0, int n0, int M, int cols, const Acc& acc, Out&& out) const {
     CK_UNROLL
@@ -184,7 +177,7 @@ struct MmaMath {
       for (int j = 0; j < kMmaN; ++j)
         CK_UNROLL
         for (int e = 0; e < 4; ++e) {
-          const int m = m0 + wm + i * 16 + group + (e >= 2 ? 8 : 0), c = n0 + wn + j * 8 + 2 * tig + (e & 1);
+          const int m = m0 + wm + i * 16 + dev::mma_c_row(lane, e), c = n0 + wn + j * 8 + dev::mma_c_col(lane, e);
           if (m < M && c < cols) out(m, c, acc[i][j][e]);
         }
   }

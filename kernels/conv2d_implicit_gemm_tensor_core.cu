@@ -142,7 +142,7 @@ __device__ __forceinline__ void store_tile(const Problem& pb, int grp, int m0, i
                                            const float* acc) {
   CK_UNROLL
   for (int i = 0; i < 4; ++i) {
-    const int m = m0 + (lane >> 2) + (i >= 2 ? 8 : 0), col = n0 + (lane % 4) * 2 + (i & 1);
+    const int m = m0 + dev::mma_c_row(lane, i), col = n0 + dev::mma_c_col(lane, i);
     if (m < pb.M && col < pb.cols) pb.store(grp, m, col, slice, acc[i]);
   }
 }

@@ -68,8 +68,8 @@ __device__ __forceinline__ void store_fragment(const TcOperands& p, float* c, st
                                                unsigned lane, const float* acc) {
   CK_UNROLL
   for (int i = 0; i < 4; ++i) {
-    const std::int64_t m = m0 + (lane >> 2) + (i >= 2 ? 8 : 0);
-    const std::int64_t n = n0 + (lane % 4) * 2 + (i & 1);
+    const std::int64_t m = m0 + dev::mma_c_row(static_cast<int>(lane), i);
+    const std::int64_t n = n0 + dev::mma_c_col(static_cast<int>(lane), i);
     if (m < p.M && n < p.N) {
       float* cp = c + m * p.ldc + n;
       *cp = p.beta == 0.0f ? p.alpha * acc[i] : p.alpha * acc[i] + p.beta * *cp;
@@ -454,8 +454,8 @@ __global__ void __launch_bounds__(v3::kThreads) gemm_tc_v3_wide_tiles(TcOperands
 //     it: 32 conversions per 32 mma per warp, and v1's rounding, so v4
 //     computes what v1 computes, bit for bit under sim.
 //   Tile: 128x128 per block, as v3, but of 4 warps of 64x64 (4 x 8 mma tiles,
-//     128 accumulators per lane, 227-242 registers on sm_90 with no spills;
-//     on sm_80 two tf32 layouts take 255 and spill 4 bytes): a warp's 32 mma
+//     128 accumulators per lane, 227-244 registers on sm_90, no spills on
+//     sm_80 or sm_90): a warp's 32 mma
 //     per k-step share 16 A and 16 B words. In tf32 that is one 4-byte
 //     shared-memory read per mma where v3's 64x32 warps need 1.5; in bf16
 //     an x-contiguous operand's word takes two 4-byte reads, so v4 reads as
@@ -506,18 +506,9 @@ struct V4Stage {
 
   __device__ __forceinline__ static int offset(int x, int k) { return XContig ? k * kPitch + x : x * kPitch + k; }
 
-  // Fragment word kw of row x, converted as it is read: element kw rounded
-  // to tf32, or elements 2kw and 2kw + 1 packed as two bf16.
+  // Fragment word kw of row x, converted as it is read.
   __device__ __forceinline__ static std::uint32_t word(const float* s, int x, int kw) {
-    if constexpr (kTf32) {
-      return dev::cvt_rna_tf32(s[offset(x, kw)]);
-    } else if constexpr (XContig) {
-      return dev::pack_bf16x2(s[offset(x, 2 * kw)], s[offset(x, 2 * kw + 1)]);
-    } else {
-      float pair[2];
-      dev::load8(s + offset(x, 2 * kw), pair);
-      return dev::pack_bf16x2(pair[0], pair[1]);
-    }
+    return dev::stage_word<P, XContig, kPitch>(s, x, kw);
   }
 };
 

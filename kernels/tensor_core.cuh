@@ -9,12 +9,17 @@
 //   dev::mma_m16n8k8_tf32(d,a,b,c)   mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
 //   dev::mma_m16n8k16_bf16(d,a,b,c)  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 //
+// and the layouts around them: where a lane's accumulators sit
+// (mma_c_row, mma_c_col), and a fragment word read from a float32 stage in
+// shared memory (stage_word).
+//
 // The mma functions are warp-collective: all 32 lanes of the warp call them
 // together, with a[4], b[2], c[4] in and d[4] out per lane (d may be c).
 #include <cstdint>
 
 #include "convkit/sim/cuda_compat.h"
 #include "kernels/tensor_core_precision.cuh"
+#include "kernels/vector_access.cuh"
 #if defined(CONVKIT_SIM_KERNEL)
 #include "convkit/sim/mma.h"
 #endif
@@ -87,6 +92,29 @@ __device__ __forceinline__ std::uint32_t word_of(Element element, Index k0, int 
     return cvt_rna_tf32(element(k0 + kw));
   } else {
     return pack_bf16x2(element(k0 + 2 * kw), element(k0 + 2 * kw + 1));
+  }
+}
+
+// Where accumulator e (0..3) of a lane's 16x8 C (or D) fragment sits in the
+// tile: row lane / 4 (+8 for e >= 2), column 2 * (lane % 4) + (e & 1).
+__device__ __forceinline__ int mma_c_row(int lane, int e) { return lane / 4 + (e >= 2 ? 8 : 0); }
+__device__ __forceinline__ int mma_c_col(int lane, int e) { return lane % 4 * 2 + (e & 1); }
+
+// Fragment word kw of row x of a float32 stage, converted as it is read:
+// element kw rounded to tf32, or elements 2kw and 2kw + 1 packed as two bf16.
+// The stage holds X(x, k) at s[k * Pitch + x] when XContig, else at
+// s[x * Pitch + k] (where a bf16 pair is one 8-byte load: Pitch even).
+template <TensorCorePrecision P, bool XContig, int Pitch>
+__device__ __forceinline__ std::uint32_t stage_word(const float* s, int x, int kw) {
+  const auto at = [&](int k) { return XContig ? k * Pitch + x : x * Pitch + k; };
+  if constexpr (P == TensorCorePrecision::tf32) {
+    return cvt_rna_tf32(s[at(kw)]);
+  } else if constexpr (XContig) {
+    return pack_bf16x2(s[at(2 * kw)], s[at(2 * kw + 1)]);
+  } else {
+    float pair[2];
+    load8(s + at(2 * kw), pair);
+    return pack_bf16x2(pair[0], pair[1]);
   }
 }
 
