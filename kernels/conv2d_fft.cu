@@ -34,6 +34,16 @@
 //       (16) products instead of one.
 //   v3  cuFFT for the transforms (cuda backend only; tiles gathered into a
 //       contiguous buffer, advanced layouts write [f][x] directly), v2's GEMM.
+//   v4  each 2-D transform fused in one block: a block gathers 2p whole tiles,
+//       transforms their rows (paired as in v2, tile with tile), turns the
+//       half spectra into column signals in shared memory, transforms those
+//       and writes the spectra once; the inverse mirrors it. Global memory
+//       sees each spectrum value once per transform instead of v2's three
+//       times (row pass out, column pass in and out), and a transform is one
+//       launch instead of two. Tiles whose pair does not fit 48 KB of shared
+//       memory (float32 above 2^11 values, float64 above 2^10) run v2's
+//       passes. Channel sums on 4x4 register tiles of a 64x64 block tile
+//       where the product is large enough to fill the GPU, else v2's tiles.
 #include <algorithm>
 #include <string>
 
@@ -65,9 +75,24 @@ constexpr std::size_t kFftBufferBudget = 32 * 1024;
 constexpr int kFftValuesPerBlock = 2048;
 constexpr std::size_t kMaxSharedBytes = 48 * 1024;
 
+// A complex value aligned to its size, so that nvcc moves it as one 8-byte
+// (float) or 16-byte (double) access; aligned to T alone, it may take two.
+// g++ splits even an aligned struct into its halves, so under sim a copy goes
+// through a GCC vector type, as dev::load16 does: the sim profile then counts
+// the requests nvcc issues (docs/sim.md, B/lane).
 template <typename T>
-struct Cx {
+struct alignas(2 * sizeof(T)) Cx {
   T re, im;
+#if defined(CONVKIT_SIM_KERNEL)
+  typedef T Whole __attribute__((vector_size(2 * sizeof(T))));
+  Cx() = default;
+  __host__ __device__ Cx(T r, T i) : re(r), im(i) {}
+  __host__ __device__ Cx(const Cx& o) { *reinterpret_cast<Whole*>(this) = *reinterpret_cast<const Whole*>(&o); }
+  __host__ __device__ Cx& operator=(const Cx& o) {
+    *reinterpret_cast<Whole*>(this) = *reinterpret_cast<const Whole*>(&o);
+    return *this;
+  }
+#endif
 };
 template <typename T>
 __host__ __device__ __forceinline__ Cx<T> operator+(Cx<T> a, Cx<T> b) {
@@ -131,6 +156,16 @@ __device__ void load_twiddles(Cx<T>* tw, int n) {
 // consecutive q (or p), so shared-memory accesses are unit-stride. The caller
 // must have synchronised after filling src; returns after a barrier.
 template <typename T>
+__device__ __forceinline__ void butterfly(const Cx<T>* x, Cx<T>* y, const Cx<T>* tw, int s, int m, int p, int q,
+                                          bool inverse) {
+  const Cx<T> u = x[q + s * p], v = x[q + s * (p + m)];
+  Cx<T> w = tw[p * s];
+  if (inverse) w.im = -w.im;
+  y[q + 2 * s * p] = u + v;
+  y[q + 2 * s * p + s] = (u - v) * w;
+}
+
+template <typename T>
 __device__ Cx<T>* stockham(Cx<T>* src, Cx<T>* dst, const Cx<T>* tw, int n, int log2n, int pitch, int signals,
                            bool inverse) {
   const int half = n >> 1;
@@ -138,14 +173,7 @@ __device__ Cx<T>* stockham(Cx<T>* src, Cx<T>* dst, const Cx<T>* tw, int n, int l
     const int s = 1 << stage, m = half >> stage;
     for (int t = static_cast<int>(threadIdx.x); t < signals * half; t += static_cast<int>(blockDim.x)) {
       const int sig = t >> (log2n - 1), bt = t & (half - 1);
-      const int p = bt >> stage, q = bt & (s - 1);
-      const Cx<T>* x = src + sig * pitch;
-      Cx<T>* y = dst + sig * pitch;
-      const Cx<T> u = x[q + s * p], v = x[q + s * (p + m)];
-      Cx<T> w = tw[p * s];
-      if (inverse) w.im = -w.im;
-      y[q + 2 * s * p] = u + v;
-      y[q + 2 * s * p + s] = (u - v) * w;
+      butterfly(src + sig * pitch, dst + sig * pitch, tw, s, m, bt >> stage, bt & (s - 1), inverse);
     }
     __syncthreads();
     Cx<T>* swap = src;
@@ -155,6 +183,56 @@ __device__ Cx<T>* stockham(Cx<T>* src, Cx<T>* dst, const Cx<T>* tw, int n, int l
   return src;
 }
 
+// v4's transform of short signals: one thread per signal, held in registers
+// through every stage. The butterflies are the shared-memory Stockham's, in
+// the same order, so the results are the same bits; what changes is the
+// traffic. The shared-memory version reads and writes every value once per
+// stage, with a barrier between stages; this one reads and writes each value
+// once in all, and needs one barrier at the end. With the signals at an odd
+// pitch, consecutive threads' accesses (a pitch apart) are conflict-free.
+// Up to 16 points: 16 complex values and their 16 of scratch are 64
+// registers in float32, 128 in float64.
+constexpr int kMaxRegisterFftLog2 = 4;
+
+template <typename T, int kLog2>
+__device__ __forceinline__ void stockham_in_registers(Cx<T>* x, const Cx<T>* tw, bool inverse) {
+  constexpr int kN = 1 << kLog2, kHalf = kN / 2;
+  Cx<T> y[kN];
+  CK_UNROLL for (int stage = 0; stage < kLog2; ++stage) {
+    CK_UNROLL for (int bt = 0; bt < kHalf; ++bt) {
+      butterfly(x, y, tw, 1 << stage, kHalf >> stage, bt >> stage, bt & ((1 << stage) - 1), inverse);
+    }
+    CK_UNROLL for (int i = 0; i < kN; ++i) x[i] = y[i];
+  }
+}
+
+template <typename T, int kLog2>
+__device__ void signals_in_registers(Cx<T>* data, const Cx<T>* tw, int pitch, int signals, bool inverse) {
+  constexpr int kN = 1 << kLog2;
+  for (int sig = static_cast<int>(threadIdx.x); sig < signals; sig += static_cast<int>(blockDim.x)) {
+    Cx<T> x[kN];
+    CK_UNROLL for (int i = 0; i < kN; ++i) x[i] = data[sig * pitch + i];
+    stockham_in_registers<T, kLog2>(x, tw, inverse);
+    CK_UNROLL for (int i = 0; i < kN; ++i) data[sig * pitch + i] = x[i];
+  }
+  __syncthreads();
+}
+
+// stockham()'s contract, in registers where the signals are short enough (the
+// result then stays in src), else stockham() itself.
+template <typename T>
+__device__ Cx<T>* fft_signals(Cx<T>* src, Cx<T>* dst, const Cx<T>* tw, int n, int log2n, int pitch, int signals,
+                              bool inverse) {
+  static_assert(kMaxRegisterFftLog2 == 4, "the cases below list every register length");
+  switch (log2n) {
+    case 1: signals_in_registers<T, 1>(src, tw, pitch, signals, inverse); return src;
+    case 2: signals_in_registers<T, 2>(src, tw, pitch, signals, inverse); return src;
+    case 3: signals_in_registers<T, 3>(src, tw, pitch, signals, inverse); return src;
+    case 4: signals_in_registers<T, 4>(src, tw, pitch, signals, inverse); return src;
+    default: return stockham(src, dst, tw, n, log2n, pitch, signals, inverse);
+  }
+}
+
 // One real row of a transform, as the row kernels see it: values come from
 // offset + (column), columns [lo, hi) are inside the source, `aux` is the
 // sink's channel (for the bias).
@@ -162,6 +240,12 @@ struct RowRef {
   int64_t offset;
   int lo, hi, aux;
 };
+
+// Bytes of `count` RowRefs at the head of a block's shared memory, rounded up
+// so that the complex values after them stay aligned.
+__host__ __device__ constexpr std::size_t row_refs_bytes(int64_t count) {
+  return (static_cast<std::size_t>(count) * sizeof(RowRef) + 15) / 16 * 16;
+}
 
 // ---- Sources: where the real rows of the forward transform come from.
 
@@ -273,7 +357,7 @@ template <typename T>
 __device__ __forceinline__ void carve_row_shared(unsigned char* smem, const RowPlan& plan, int per_block, RowRef*& refs,
                                                  Cx<T>*& tw, Cx<T>*& a, Cx<T>*& b) {
   refs = reinterpret_cast<RowRef*>(smem);
-  tw = reinterpret_cast<Cx<T>*>(smem + per_block * sizeof(RowRef));
+  tw = reinterpret_cast<Cx<T>*>(smem + row_refs_bytes(per_block));
   a = tw + (plan.n / 2 > 0 ? plan.n / 2 : 1);
   b = a + plan.signals * plan.pitch;
 }
@@ -423,6 +507,152 @@ __global__ void __launch_bounds__(kFftThreads) fft_strided(StridedPlan plan, Cx<
   }
 }
 
+// ============================== v4: the 2-D transform fused in one block ==============================
+
+// Launch geometry of a fused transform: a block transforms 2 * pairs whole
+// tiles, signals x0 .. x0 + 2 * pairs - 1, without leaving shared memory.
+//
+// Both pitches are odd (for tiles at least 4 wide), so that a half-warp's
+// 8-byte accesses at a stride of one pitch, or of a tile's bins * col_pitch,
+// fall in 16 different bank pairs: the transposition between the stages walks
+// rows at the row pitch, and the spectra are read and written tile by tile.
+struct FusedPlan {
+  int th, tw, log2h, log2w, bins;  // tile sides, their log2, tw/2 + 1 half-spectrum bins
+  int pairs;                       // tile pairs per block (tiles 2p and 2p + 1 share the row FFTs)
+  int rows;                        // tile rows the pass reads (forward) or the sink takes (inverse)
+  int row_pitch;                   // tw + 1: a row signal's slot
+  int col_pitch;                   // th + 1: a column signal's slot, [tile][bin] in order
+  int64_t X;                       // signals per frequency in the spectra
+};
+
+// Complex values in each of a fused block's two buffers: the column stage's
+// 2 * pairs * bins signals of col_pitch, more than the row stage's pairs * th
+// of row_pitch.
+__host__ __device__ constexpr int fused_buffer_values(int th, int tw, int pairs) {
+  return pairs * (tw + 2) * (th + 1);
+}
+
+// Shared memory of a fused block: [RowRefs, one per tile row][row twiddles]
+// [column twiddles][a][b]. Constructed by every thread of the block, which
+// also fills both twiddle tables (the caller synchronises before using them).
+template <typename T>
+struct FusedShared {
+  RowRef* refs;
+  Cx<T>* tw_row;
+  Cx<T>* tw_col;
+  Cx<T>* a;
+  Cx<T>* b;
+  __device__ FusedShared(unsigned char* smem, const FusedPlan& plan) {
+    refs = reinterpret_cast<RowRef*>(smem);
+    tw_row = reinterpret_cast<Cx<T>*>(smem + row_refs_bytes(2 * plan.pairs * plan.th));
+    tw_col = tw_row + (plan.tw / 2 > 0 ? plan.tw / 2 : 1);
+    a = tw_col + (plan.th / 2 > 0 ? plan.th / 2 : 1);
+    b = a + fused_buffer_values(plan.th, plan.tw, plan.pairs);
+    load_twiddles(tw_row, plan.tw);
+    load_twiddles(tw_col, plan.th);
+  }
+};
+
+// Forward: gather the block's tiles, pair them row by row (z = a + ib, tile
+// 2p in the real part, 2p + 1 in the imaginary), transform the rows, separate
+// the pair's half spectra into column signals [tile][bin][row] (unit stride
+// down a column), transform the columns, and write frequency f = row * bins +
+// k of tile x to spectra[f * X + x]: consecutive threads take consecutive x,
+// so each frequency's stores are one contiguous run. Global memory sees the
+// source once and the spectra once; v2 reads and writes the spectra a second
+// time between its row and column passes.
+template <typename T, typename Source>
+__global__ void __launch_bounds__(kFftThreads) fft_2d_fused_forward(Source src, FusedPlan plan, Cx<T>* spectra) {
+  CK_DYNAMIC_SHARED(unsigned char, smem);
+  const FusedShared<T> sh(smem, plan);
+  const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
+  const int tiles = 2 * plan.pairs, th = plan.th, bins = plan.bins;
+  const int64_t x0 = static_cast<int64_t>(blockIdx.x) * tiles;
+  for (int l = tid; l < tiles * th; l += threads) {
+    const int64_t x = x0 + (l >> plan.log2h);
+    sh.refs[l] = x < plan.X ? src.prepare(l & (th - 1), x) : RowRef{0, 0, 0, 0};
+  }
+  __syncthreads();
+  // Row signal (p, r): consecutive threads read consecutive columns of a row.
+  for (int e = tid; e < plan.pairs * th * plan.tw; e += threads) {
+    const int sig = e >> plan.log2w, j = e & (plan.tw - 1);
+    const int p = sig >> plan.log2h, r = sig & (th - 1);
+    sh.a[sig * plan.row_pitch + j] = {src.value(sh.refs[2 * p * th + r], j),
+                                      src.value(sh.refs[(2 * p + 1) * th + r], j)};
+  }
+  __syncthreads();
+  Cx<T>* z = fft_signals(sh.a, sh.b, sh.tw_row, plan.tw, plan.log2w, plan.row_pitch, plan.pairs * th, false);
+  Cx<T>* cols = z == sh.a ? sh.b : sh.a;
+  // Consecutive threads take consecutive bins k of one row: the reads walk
+  // the row (and back from its end), the writes walk tiles' columns at the
+  // odd column pitch.
+  for (int e = tid; e < tiles * th * bins; e += threads) {
+    const int tr = e / bins, k = e - tr * bins;  // tr = tile * th + r
+    const int t = tr >> plan.log2h, r = tr & (th - 1), tk = t * bins + k;
+    const Cx<T>* zs = z + ((t >> 1) * th + r) * plan.row_pitch;
+    const Cx<T> zk = zs[k], zn = zs[(plan.tw - k) & (plan.tw - 1)];
+    cols[tk * plan.col_pitch + r] = (t & 1) == 0 ? Cx<T>{(zk.re + zn.re) * T(0.5), (zk.im - zn.im) * T(0.5)}
+                                                 : Cx<T>{(zk.im + zn.im) * T(0.5), (zn.re - zk.re) * T(0.5)};
+  }
+  __syncthreads();
+  const Cx<T>* spec = fft_signals(cols, z, sh.tw_col, th, plan.log2h, plan.col_pitch, tiles * bins, false);
+  for (int e = tid; e < th * bins * tiles; e += threads) {
+    const int t = e % tiles, f = e / tiles;
+    const int r = f / bins, k = f - r * bins;
+    if (x0 + t < plan.X) spectra[f * plan.X + x0 + t] = spec[(t * bins + k) * plan.col_pitch + r];
+  }
+}
+
+// Inverse: read the block's spectra as column signals, inverse-transform the
+// columns, rebuild the rows the sink takes (Hermitian extension, the pair as
+// A + iB), inverse-transform them, and hand tile 2p's row the real part and
+// tile 2p + 1's the imaginary part.
+template <typename T, typename Sink>
+__global__ void __launch_bounds__(kFftThreads) fft_2d_fused_inverse(Sink sink, FusedPlan plan, const Cx<T>* spectra) {
+  CK_DYNAMIC_SHARED(unsigned char, smem);
+  const FusedShared<T> sh(smem, plan);
+  const int tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
+  const int tiles = 2 * plan.pairs, th = plan.th, bins = plan.bins, rows = plan.rows, half = plan.tw / 2;
+  const int64_t x0 = static_cast<int64_t>(blockIdx.x) * tiles;
+  for (int l = tid; l < tiles * rows; l += threads) {
+    const int t = l / rows, ri = l - t * rows;
+    sh.refs[l] = x0 + t < plan.X ? sink.prepare(ri, x0 + t) : RowRef{0, 0, 0, 0};
+  }
+  // Consecutive threads read consecutive x of one frequency (coalesced).
+  for (int e = tid; e < th * bins * tiles; e += threads) {
+    const int t = e % tiles, f = e / tiles;
+    const int r = f / bins, k = f - r * bins;
+    sh.a[(t * bins + k) * plan.col_pitch + r] = x0 + t < plan.X ? spectra[f * plan.X + x0 + t] : Cx<T>{T(0), T(0)};
+  }
+  __syncthreads();
+  const Cx<T>* cols = fft_signals(sh.a, sh.b, sh.tw_col, th, plan.log2h, plan.col_pitch, tiles * bins, true);
+  Cx<T>* z = cols == sh.a ? sh.b : sh.a;
+  for (int e = tid; e < plan.pairs * rows * plan.tw; e += threads) {
+    const int sig = e >> plan.log2w, k = e & (plan.tw - 1);
+    const int p = sig / rows, r = static_cast<int>(sink.row(sig - p * rows));
+    const bool upper = k >= bins;
+    const int kk = upper ? plan.tw - k : k;
+    auto bin = [&](int t) {
+      Cx<T> v = cols[(t * bins + kk) * plan.col_pitch + r];
+      if (kk == 0 || kk == half) v.im = T(0);
+      if (upper) v.im = -v.im;
+      return v;
+    };
+    const Cx<T> A = bin(2 * p), B = bin(2 * p + 1);
+    z[sig * plan.row_pitch + k] = {A.re - B.im, A.im + B.re};
+  }
+  __syncthreads();
+  const Cx<T>* out = fft_signals(z, const_cast<Cx<T>*>(cols), sh.tw_row, plan.tw, plan.log2w, plan.row_pitch,
+                                 plan.pairs * rows, true);
+  for (int e = tid; e < tiles * rows * plan.tw; e += threads) {
+    const int l = e >> plan.log2w, j = e & (plan.tw - 1);
+    const int t = l / rows, ri = l - t * rows;
+    if (x0 + t >= plan.X) continue;
+    const Cx<T> v = out[((t >> 1) * rows + ri) * plan.row_pitch + j];
+    sink.store(sh.refs[l], j, (t & 1) ? v.im : v.re);
+  }
+}
+
 // ============================== channel sums: batched complex GEMM ==============================
 
 template <typename T>
@@ -462,19 +692,33 @@ __global__ void spectral_gemm_naive(GemmArgs<T> g) {
 }
 
 constexpr int kGemmDepth = 16;  // k per shared-memory step
+// v4's block tile, and the fewest such blocks it runs with: two for each of an
+// H100's 132 SMs. With fewer (the backward-weights product of a small chunk,
+// a few frequencies of 64 x 64 channels) v2's 32 x 32 tiles, four times the
+// blocks, keep more SMs busy.
+constexpr int kRegisterTile = 64;
+constexpr int64_t kRegisterTileMinBlocks = 264;
 
-// v2: block = a kTile x kTile tile of C for one (f, group), kTile/2 x kTile/2
-// threads, each with 2 x 2 outputs at (ty + kTile/2 * i, tx + kTile/2 * j).
-// Per step the block stages a kTile x 16 slice of A and a 16 x kTile slice of
-// B (read along whichever index has unit stride, so the loads coalesce in both
-// the forward and the backward-weights products); then every thread does 4
-// complex MACs per k from shared memory: a staged value serves kTile products
-// instead of one. Rows are padded by one against bank conflicts. kTile is 32
-// (256 threads) for large products and 16 (64 threads) when a side is at most
-// 16, e.g. few channels per group, so small products do not idle 3/4 of a block.
-template <typename T, int kTile>
-__global__ void __launch_bounds__(kTile * kTile / 4) spectral_gemm_tiled(GemmArgs<T> g) {
-  constexpr int kHalf = kTile / 2, kThreads = kHalf * kHalf, kPitch = kTile + 1;
+// v2 and v4: block = a kTile x kTile tile of C for one (f, group), with
+// (kTile/kPer)^2 threads, each with kPer x kPer outputs at
+// (ty + kTile/kPer * i, tx + kTile/kPer * j). Per step the block stages a
+// kTile x 16 slice of A and a 16 x kTile slice of B (read along whichever
+// index has unit stride, so the loads coalesce in both the forward and the
+// backward-weights products); then every thread does kPer^2 complex MACs per
+// k from shared memory. Rows are padded by one against bank conflicts.
+//   v2, kPer = 2: kTile 32 (256 threads) for large products and 16 (64
+//       threads) when a side is at most 16, e.g. few channels per group, so
+//       small products do not idle 3/4 of a block. A staged value serves
+//       kTile products instead of v1's one; a thread reads 4 values per 4
+//       complex MACs (16 FMAs).
+//   v4, kPer = 4 (register tiles): kTile 64, 256 threads. A thread reads 8
+//       values per 16 complex MACs (64 FMAs), half of v2's shared-memory
+//       traffic per FMA, and a staged value serves 64 products. Within a warp
+//       (two values of ty, sixteen of tx) an A read is two broadcasts and a B
+//       read sixteen consecutive values, as in v2.
+template <typename T, int kTile, int kPer>
+__global__ void __launch_bounds__(kTile * kTile / (kPer * kPer)) spectral_gemm_tiled(GemmArgs<T> g) {
+  constexpr int kSide = kTile / kPer, kThreads = kSide * kSide, kPitch = kTile + 1;
   CK_DYNAMIC_SHARED(unsigned char, smem);
   Cx<T>* As = reinterpret_cast<Cx<T>*>(smem);  // [kGemmDepth][kTile + 1]
   Cx<T>* Bs = As + kGemmDepth * kPitch;
@@ -487,10 +731,10 @@ __global__ void __launch_bounds__(kTile * kTile / 4) spectral_gemm_tiled(GemmArg
   const int64_t f = rest / g.groups;
   const Cx<T>* A = g.a + f * g.a_f + grp * g.a_g;
   const Cx<T>* B = g.b + f * g.b_f + grp * g.b_g;
-  const int tid = static_cast<int>(threadIdx.x), tx = tid % kHalf, ty = tid / kHalf;
-  Cx<T> acc[2][2];
-  CK_UNROLL for (int i = 0; i < 2; ++i) {
-    CK_UNROLL for (int j = 0; j < 2; ++j) acc[i][j] = {T(0), T(0)};
+  const int tid = static_cast<int>(threadIdx.x), tx = tid % kSide, ty = tid / kSide;
+  Cx<T> acc[kPer][kPer];
+  CK_UNROLL for (int i = 0; i < kPer; ++i) {
+    CK_UNROLL for (int j = 0; j < kPer; ++j) acc[i][j] = {T(0), T(0)};
   }
   const bool a_k_fast = g.a_k == 1, b_c_fast = g.b_c == 1;
   for (int k0 = 0; k0 < g.depth; k0 += kGemmDepth) {
@@ -511,18 +755,18 @@ __global__ void __launch_bounds__(kTile * kTile / 4) spectral_gemm_tiled(GemmArg
     }
     __syncthreads();
     CK_UNROLL for (int kk = 0; kk < kGemmDepth; ++kk) {
-      const Cx<T> a0 = As[kk * kPitch + ty], a1 = As[kk * kPitch + ty + kHalf];
-      const Cx<T> b0 = Bs[kk * kPitch + tx], b1 = Bs[kk * kPitch + tx + kHalf];
-      mac(acc[0][0], a0, b0);
-      mac(acc[0][1], a0, b1);
-      mac(acc[1][0], a1, b0);
-      mac(acc[1][1], a1, b1);
+      Cx<T> av[kPer], bv[kPer];
+      CK_UNROLL for (int i = 0; i < kPer; ++i) av[i] = As[kk * kPitch + ty + kSide * i];
+      CK_UNROLL for (int j = 0; j < kPer; ++j) bv[j] = Bs[kk * kPitch + tx + kSide * j];
+      CK_UNROLL for (int i = 0; i < kPer; ++i) {
+        CK_UNROLL for (int j = 0; j < kPer; ++j) mac(acc[i][j], av[i], bv[j]);
+      }
     }
     __syncthreads();
   }
-  CK_UNROLL for (int i = 0; i < 2; ++i) {
-    CK_UNROLL for (int j = 0; j < 2; ++j) {
-      const int r = r0 + ty + kHalf * i, c = c0 + tx + kHalf * j;
+  CK_UNROLL for (int i = 0; i < kPer; ++i) {
+    CK_UNROLL for (int j = 0; j < kPer; ++j) {
+      const int r = r0 + ty + kSide * i, c = c0 + tx + kSide * j;
       if (r < g.rows && c < g.cols) {
         Cx<T>* out = g.c + f * g.c_f + grp * g.c_g + r * g.c_r + c * g.c_c;
         *out = g.accumulate ? *out + acc[i][j] : acc[i][j];
@@ -559,12 +803,15 @@ unsigned blocks_for(int64_t items, int64_t per_block) {
   return static_cast<unsigned>(std::max<int64_t>(blocks, 1));
 }
 
-template <typename T, int kTile>
+template <int kTile, typename Args>
+int64_t gemm_blocks(const Args& g) {
+  return static_cast<int64_t>((g.rows + kTile - 1) / kTile) * ((g.cols + kTile - 1) / kTile) * g.F * g.groups;
+}
+
+template <typename T, int kTile, int kPer>
 void launch_gemm_tiled(const GemmArgs<T>& g) {
-  const int64_t tiles =
-      static_cast<int64_t>((g.rows + kTile - 1) / kTile) * ((g.cols + kTile - 1) / kTile) * g.F * g.groups;
-  launch(spectral_gemm_tiled<T, kTile>, dim3(blocks_for(tiles, 1)), dim3(kTile * kTile / 4),
-         2 * kGemmDepth * (kTile + 1) * sizeof(Cx<T>), nullptr, g);
+  launch(spectral_gemm_tiled<T, kTile, kPer>, dim3(blocks_for(gemm_blocks<kTile>(g), 1)),
+         dim3(kTile * kTile / (kPer * kPer)), 2 * kGemmDepth * (kTile + 1) * sizeof(Cx<T>), nullptr, g);
 }
 
 template <typename T>
@@ -577,7 +824,7 @@ RowPlan row_plan(int n, int64_t X, int64_t items, bool paired) {
 template <typename T>
 std::size_t row_shared_bytes(const RowPlan& plan, bool paired) {
   const int per_block = paired ? 2 * plan.signals : plan.signals;
-  return per_block * sizeof(RowRef) + std::max(1, plan.n / 2) * sizeof(Cx<T>) +
+  return row_refs_bytes(per_block) + std::max(1, plan.n / 2) * sizeof(Cx<T>) +
          2 * static_cast<std::size_t>(plan.signals) * plan.pitch * sizeof(Cx<T>);
 }
 
@@ -607,6 +854,39 @@ void strided_fft(int n, int64_t total, int64_t signal_stride, int64_t elem_strid
   CK_CHECK(shared <= kMaxSharedBytes, "conv2d_fft: a transform block of length ", n, " needs ", shared,
            " bytes of shared memory");
   launch(fft_strided<T>, dim3(blocks_for(total, plan.signals)), dim3(kFftThreads), shared, nullptr, plan, data);
+}
+
+// ---- v4's fused transforms
+
+template <typename T>
+std::size_t fused_shared_bytes(int th, int tw, int pairs) {
+  return row_refs_bytes(2 * static_cast<int64_t>(pairs) * th) +
+         (std::max(1, tw / 2) + std::max(1, th / 2)) * sizeof(Cx<T>) +
+         2 * static_cast<std::size_t>(fused_buffer_values(th, tw, pairs)) * sizeof(Cx<T>);
+}
+
+// About kFftValuesPerBlock values in the row stage, halved until the block
+// fits kMaxSharedBytes. pairs = 0: not even one pair of tiles fits (float32
+// tiles above 2^11 values, float64 above 2^10), and v4 runs v2's passes.
+template <typename T>
+FusedPlan fused_plan(int th, int tw, int64_t X, int rows) {
+  FusedPlan plan{th, tw, log2_of(th), log2_of(tw), tw / 2 + 1, 0, rows, tw + 1, th + 1, X};
+  int pairs = std::max(1, kFftValuesPerBlock / (th * tw));
+  while (pairs > 0 && fused_shared_bytes<T>(th, tw, pairs) > kMaxSharedBytes) pairs /= 2;
+  plan.pairs = pairs;
+  return plan;
+}
+
+template <typename T, typename Source>
+void fused_forward(const FusedPlan& plan, const Source& src, Cx<T>* spectra) {
+  launch(fft_2d_fused_forward<T, Source>, dim3(blocks_for(plan.X, 2 * plan.pairs)), dim3(kFftThreads),
+         fused_shared_bytes<T>(plan.th, plan.tw, plan.pairs), nullptr, src, plan, spectra);
+}
+
+template <typename T, typename Sink>
+void fused_inverse(const FusedPlan& plan, const Sink& sink, const Cx<T>* spectra) {
+  launch(fft_2d_fused_inverse<T, Sink>, dim3(blocks_for(plan.X, 2 * plan.pairs)), dim3(kFftThreads),
+         fused_shared_bytes<T>(plan.th, plan.tw, plan.pairs), nullptr, sink, plan, spectra);
 }
 
 // ============================== host side: cuFFT (v3, cuda only) ==============================
@@ -737,7 +1017,11 @@ void forward_2d(int version, const Source& src, int tile_h, int tile_w, int64_t 
   if (version == 3) return cufft_forward<T>(src, tile_h, tile_w, X, spectra, scratch);
 #endif
   (void)scratch;
-  if (version == 2) {
+  if (version == 4) {
+    const FusedPlan plan = fused_plan<T>(tile_h, tile_w, X, tile_h);
+    if (plan.pairs > 0) return fused_forward<T>(plan, src, spectra);
+  }
+  if (version == 2 || version == 4) {
     rows_forward<T, true>(src, tile_w, X, tile_h, spectra);
   } else {
     rows_forward<T, false>(src, tile_w, X, tile_h, spectra);
@@ -757,9 +1041,13 @@ void inverse_2d(int version, Cx<T>* spectra, int tile_h, int tile_w, int64_t X, 
   if (version == 3) return cufft_inverse<T>(spectra, tile_h, tile_w, X, sink, rows, scratch);
 #endif
   (void)scratch;
+  if (version == 4) {
+    const FusedPlan plan = fused_plan<T>(tile_h, tile_w, X, rows);
+    if (plan.pairs > 0) return fused_inverse<T>(plan, sink, spectra);
+  }
   const int bins = tile_w / 2 + 1;
   strided_fft<T>(tile_h, bins * X, 1, bins * X, true, spectra);
-  if (version == 2) {
+  if (version == 2 || version == 4) {
     rows_inverse<T, true>(sink, tile_w, X, rows, spectra);
   } else {
     rows_inverse<T, false>(sink, tile_w, X, rows, spectra);
@@ -770,20 +1058,32 @@ void inverse_2d(int version, Cx<T>* spectra, int tile_h, int tile_w, int64_t X, 
 
 int conv2d_fft_version() {
   static const bool registered = [] {
-    register_kernel_family({"conv2d_fft", 3, 2,
+    register_kernel_family({"conv2d_fft", 4, 2,
                             "v1 radix-2 Stockham FFT in shared memory, each real row as a complex signal; channel "
                             "sums one thread per output; "
                             "v2 two real rows per complex FFT (half the row transforms); channel sums as a "
                             "shared-memory tiled complex GEMM; "
-                            "v3 cuFFT transforms with v2's GEMM (cuda backend only)"});
+                            "v3 cuFFT transforms with v2's GEMM (cuda backend only); "
+                            "v4 each 2-D transform fused in one block (rows and columns in shared memory, the "
+                            "spectra written once); channel sums with 4x4 register tiles of a 64x64 block tile"});
     return true;
   }();
   (void)registered;
   return kernel_version("conv2d_fft");
 }
 
+bool fft_transform_fused(DType dtype, int tile_h, int tile_w) {
+  check_transform_size(tile_h, "tile height");
+  check_transform_size(tile_w, "tile width");
+  bool fused = false;
+  dispatch_floating(dtype, "conv2d_fft", [&](auto tag) {
+    fused = fused_plan<decltype(tag)>(tile_h, tile_w, 1, tile_h).pairs > 0;
+  });
+  return fused;
+}
+
 bool conv2d_fft_version_available(int version, std::string* why) {
-  if (version == 1 || version == 2) return true;
+  if (version == 1 || version == 2 || version == 4) return true;
   if (version == 3) {
 #if defined(__CUDACC__)
     return true;
@@ -791,12 +1091,12 @@ bool conv2d_fft_version_available(int version, std::string* why) {
     if (why)
       *why =
           "conv2d_fft v3 is cuFFT, which only the cuda backend uses; the sim backend never calls vendor libraries "
-          "and runs our own FFT (versions 1 and 2): set_kernel_version(\"conv2d_fft\", 2) or "
+          "and runs our own FFT (versions 1, 2 and 4): set_kernel_version(\"conv2d_fft\", 2) or "
           "CONVKIT_KERNEL_CONV2D_FFT=2";
     return false;
 #endif
   }
-  if (why) *why = detail::concat("conv2d_fft: no version ", version, " (versions are 1 to 3)");
+  if (why) *why = detail::concat("conv2d_fft: no version ", version, " (versions are 1 to 4)");
   return false;
 }
 
@@ -866,10 +1166,12 @@ void launch_spectral_gemm(int version, DType dtype, const SpectralGemm& s) {
       launch(spectral_gemm_naive<T>, dim3(shape.blocks), dim3(shape.threads), 0, nullptr, g);
       return;
     }
-    if (s.rows <= 16 || s.cols <= 16) {
-      launch_gemm_tiled<T, 16>(g);
+    if (version == 4 && s.rows > 32 && s.cols > 32 && gemm_blocks<kRegisterTile>(s) >= kRegisterTileMinBlocks) {
+      launch_gemm_tiled<T, kRegisterTile, 4>(g);
+    } else if (s.rows <= 16 || s.cols <= 16) {
+      launch_gemm_tiled<T, 16, 2>(g);
     } else {
-      launch_gemm_tiled<T, 32>(g);
+      launch_gemm_tiled<T, 32, 2>(g);
     }
   });
 }

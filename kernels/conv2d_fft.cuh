@@ -22,11 +22,15 @@ namespace convkit::CK_GPU_NS {
 inline constexpr int kMaxGpuFftSize = 1024;
 
 // The "conv2d_fft" kernel family: registers it on first use and returns the
-// version to run now. v1 and v2 are our own kernels; v3 is cuFFT and exists
-// only in the cuda build.
+// version to run now. v1, v2 and v4 are our own kernels; v3 is cuFFT and
+// exists only in the cuda build.
 int conv2d_fft_version();
 // Whether `version` can run in this build; `why` says why not.
 bool conv2d_fft_version_available(int version, std::string* why);
+// Whether v4 transforms tile_h x tile_w tiles in one fused block (true) or,
+// where a pair of them does not fit its shared memory, by v2's row and column
+// passes (false).
+bool fft_transform_fused(DType dtype, int tile_h, int tile_w);
 
 // Tiles of a stack of planes ([images][channels][plane_h][plane_w]): tile m of
 // the chunk (image n0 + m / tiles_per_image, tile row th, tile column tw)

@@ -417,7 +417,7 @@ step train train
 # which is here with gemm's default). Not in --quick.
 # Cost on an H100 (an estimate, not yet measured): both sets are 15 layers x
 # 3 passes; about 470 FP32 rows run (direct 3 and implicit GEMM 4 versions
-# everywhere, FFT 3 and Winograd 2 on the stride-1 3x3 layers) and 135 rows
+# everywhere, FFT 4 and Winograd 2 on the stride-1 3x3 layers) and 135 rows
 # each in TF32 and BF16 (2 versions and cuDNN). With --benchmark_min_time=0.01
 # a row costs its setup (operand copies, the float64 check on the host, about
 # 0.1 s) more than its timing, so about 75-105 s in all; the slow teaching versions

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "convkit/sim/profile.h"
 #include "convkit/sim/schedule.h"
 #include "gpu/gpu_conv_testing.h"
 #include "kernels/conv2d_fft.cuh"
@@ -126,8 +127,7 @@ TEST(GpuFft, RejectsLengthsThatAreNotPowersOfTwo) {
 // then columns, spectra frequency-major), against a naive 2-D DFT; then the
 // inverse brings the tiles back.
 template <typename T>
-void check_real_fft_2d(int version, int th, int tw) {
-  const std::int64_t count = 5;  // odd: v2's last pair has one real row
+void check_real_fft_2d(int version, int th, int tw, std::int64_t count = 5) {  // odd: v2's and v4's last pair has one
   const int bins = tw / 2 + 1;
   const std::int64_t F = static_cast<std::int64_t>(th) * bins;
   std::mt19937_64 rng(static_cast<std::uint64_t>(th * 1000 + tw));
@@ -138,7 +138,7 @@ void check_real_fft_2d(int version, int th, int tw) {
                          nullptr);
   const std::vector<T> spectra = spectra_on_device.to_vector<T>();
   const std::string where = "v" + std::to_string(version) + " " + std::to_string(th) + "x" + std::to_string(tw) +
-                            " " + std::string(dtype_name(dtype_of<T>::value));
+                            " " + std::string(dtype_name(dtype_of<T>::value)) + " count " + std::to_string(count);
   for (std::int64_t x = 0; x < count; ++x) {
     double norm2 = 0;
     std::vector<Complex> tile(static_cast<std::size_t>(th * tw));
@@ -173,11 +173,144 @@ void check_real_fft_2d(int version, int th, int tw) {
 }
 
 TEST(GpuFft, RealTwoDimensionalMatchesANaiveDftAndInvertsForEveryVersion) {
-  const std::vector<std::pair<int, int>> shapes = {{1, 2}, {2, 2}, {1, 16}, {4, 8}, {8, 4}, {16, 16}, {32, 64}, {128, 2}, {2, 128}};
-  for (int version : {1, 2}) {
+  const std::vector<std::pair<int, int>> shapes = {{1, 2},  {2, 2},   {1, 16},  {4, 8},  {8, 4},
+                                                   {16, 16}, {32, 64}, {64, 64}, {128, 2}, {2, 128}};
+  for (int version : {1, 2, 4}) {
     for (const auto& [th, tw] : shapes) {
       check_real_fft_2d<float>(version, th, tw);
       check_real_fft_2d<double>(version, th, tw);
+    }
+  }
+}
+
+// v4 fuses a transform into one block where a pair of tiles fits 48 KB of
+// shared memory, and runs v2's passes where it does not; the shapes above
+// take both paths in both precisions.
+TEST(GpuFft, FusedTransformCoversTheTilesThatFitABlock) {
+  EXPECT_TRUE(kernels::fft_transform_fused(DType::float32, 8, 16));
+  EXPECT_TRUE(kernels::fft_transform_fused(DType::float32, 32, 64));
+  EXPECT_FALSE(kernels::fft_transform_fused(DType::float64, 32, 64));
+  EXPECT_FALSE(kernels::fft_transform_fused(DType::float32, 64, 64));
+  EXPECT_TRUE(kernels::fft_transform_fused(DType::float64, 2, 128));
+}
+
+#if !defined(__CUDACC__)
+// v4's transforms, the register ones too, run v2's butterflies with v2's
+// twiddles and pair the same tiles when their count is even: under sim their
+// spectra and inverses are v2's bits. (nvcc may contract the two versions'
+// arithmetic differently; on a GPU the bounds above are the test.)
+template <typename T>
+void expect_fused_transform_is_version_2(int th, int tw, std::int64_t count) {
+  const std::int64_t spectrum = 2 * static_cast<std::int64_t>(th) * (tw / 2 + 1) * count;
+  std::mt19937_64 rng(static_cast<std::uint64_t>(th * 31 + tw + count));
+  const Tensor tiles = device_tensor<T>(random_values<T>(count * th * tw, rng));
+  std::vector<std::vector<T>> spectra, back;
+  for (int version : {2, 4}) {
+    const Tensor s = garbage<T>(spectrum), b = garbage<T>(tiles.numel());
+    kernels::launch_rfft2d(version, dtype_of<T>::value, tiles.raw_data(), th, tw, count, s.raw_data(), nullptr);
+    spectra.push_back(s.to_vector<T>());
+    kernels::launch_irfft2d(version, dtype_of<T>::value, s.raw_data(), th, tw, count, b.raw_data(), nullptr);
+    back.push_back(b.to_vector<T>());
+  }
+  const std::string where = std::to_string(th) + "x" + std::to_string(tw) + " count " + std::to_string(count) + " " +
+                            std::string(dtype_name(dtype_of<T>::value));
+  EXPECT_EQ(spectra[0], spectra[1]) << where << " spectra";
+  EXPECT_EQ(back[0], back[1]) << where << " inverse";
+}
+
+TEST(GpuFft, FusedTransformGivesVersion2sBits) {
+  // Register lengths (up to 16) and shared-memory ones, one block and several.
+  for (const auto& [th, tw] : std::vector<std::pair<int, int>>{{1, 2}, {4, 8}, {8, 16}, {16, 16}, {32, 32}, {2, 128}}) {
+    for (std::int64_t count : {6, 40}) {
+      expect_fused_transform_is_version_2<float>(th, tw, count);
+      expect_fused_transform_is_version_2<double>(th, tw, count);
+    }
+  }
+}
+#endif
+
+// Many blocks of fused tiles, the last one part full: 16 tiles of 16 x 16 a
+// block (37 tiles, 3 blocks), 128 of 4 x 8 (300 tiles, 3 blocks).
+TEST(GpuFft, FusedTransformSpansBlocks) {
+  check_real_fft_2d<float>(4, 16, 16, 37);
+  check_real_fft_2d<double>(4, 16, 16, 37);
+  check_real_fft_2d<float>(4, 4, 8, 300);
+}
+
+// ============================== the channel sums ==============================
+
+// The batched complex GEMM of every version against long double, on a product
+// large enough for v4's 64 x 64 register tiles (rows and columns over 32,
+// 264 blocks: 132 frequencies of 1 x 2 tiles), with every edge cut (rows 33,
+// columns 65, depth 17: a partial tile in each direction and a partial step
+// in k), in the forward layout (B's columns unit stride) and the
+// backward-weights layout (A's and B's k unit stride), conjugating and
+// accumulating.
+template <typename T>
+void check_spectral_gemm(int version, bool weights_layout, bool conj_a, bool accumulate) {
+  const int F = 132, rows = 33, cols = 65, depth = 17;
+  std::mt19937_64 rng(static_cast<std::uint64_t>(version * 8 + weights_layout * 4 + conj_a * 2 + accumulate));
+  const std::vector<double> a_values = random_values<T>(2 * F * rows * depth, rng);
+  const std::vector<double> b_values = random_values<T>(2 * F * depth * cols, rng);
+  const std::vector<double> c_values = random_values<T>(2 * F * rows * cols, rng);
+  const Tensor a = device_tensor<T>(a_values), b = device_tensor<T>(b_values), c = device_tensor<T>(c_values);
+  kernels::SpectralGemm g{};
+  g.a = a.raw_data(), g.b = b.raw_data(), g.c = c.raw_data();
+  g.F = F, g.groups = 1, g.rows = rows, g.cols = cols, g.depth = depth;
+  // A is [f][r][k] (k unit stride) or [f][k][r]; B [f][k][c] or [f][c][k]; C [f][r][c].
+  g.a_f = static_cast<std::int64_t>(rows) * depth;
+  g.a_r = weights_layout ? depth : 1, g.a_k = weights_layout ? 1 : rows;
+  g.b_f = static_cast<std::int64_t>(depth) * cols;
+  g.b_k = weights_layout ? 1 : cols, g.b_c = weights_layout ? depth : 1;
+  g.c_f = static_cast<std::int64_t>(rows) * cols, g.c_r = cols, g.c_c = 1;
+  g.a_g = g.b_g = g.c_g = 0;
+  g.conj_a = conj_a, g.accumulate = accumulate;
+#if !defined(__CUDACC__)  // which kernel ran is sim's to tell (once: profiling is slow)
+  if (version == 4 && sizeof(T) == 4 && !weights_layout) {
+    convkit::sim::ScopedProfile profile;
+    kernels::launch_spectral_gemm(version, dtype_of<T>::value, g);
+    const std::vector<convkit::sim::KernelProfile> ran = profile.take();
+    ASSERT_EQ(ran.size(), 1u);
+    EXPECT_EQ(ran[0].kernel, "spectral_gemm_tiled<float, 64, 4>");
+  } else {
+    kernels::launch_spectral_gemm(version, dtype_of<T>::value, g);
+  }
+#else
+  kernels::launch_spectral_gemm(version, dtype_of<T>::value, g);
+#endif
+  const std::vector<T> got = c.to_vector<T>();
+  const std::string where = "v" + std::to_string(version) + (weights_layout ? " weights layout" : " forward layout") +
+                            (conj_a ? " conj" : "") + (accumulate ? " accumulate " : " ") +
+                            std::string(dtype_name(dtype_of<T>::value));
+  for (int f = 0; f < F; ++f) {
+    for (int r = 0; r < rows; ++r) {
+      for (int col = 0; col < cols; ++col) {
+        Complex want = 0;
+        long double magnitude = 0;
+        for (int k = 0; k < depth; ++k) {
+          const std::int64_t ai = f * g.a_f + r * g.a_r + k * g.a_k, bi = f * g.b_f + k * g.b_k + col * g.b_c;
+          Complex av(a_values[2 * ai], a_values[2 * ai + 1]);
+          if (conj_a) av = std::conj(av);
+          const Complex bv(b_values[2 * bi], b_values[2 * bi + 1]);
+          want += av * bv;
+          magnitude += std::abs(av) * std::abs(bv);
+        }
+        const std::int64_t ci = f * g.c_f + r * g.c_r + col;
+        if (accumulate) want += Complex(c_values[2 * ci], c_values[2 * ci + 1]);
+        const Complex have(got[2 * ci], got[2 * ci + 1]);
+        // Each complex product is four real roundings, each sum one per term.
+        const long double tol = 4 * (depth + 4) * std::numeric_limits<T>::epsilon() * (magnitude + std::abs(want));
+        ASSERT_LE(std::abs(have - want), tol) << where << " f " << f << " row " << r << " column " << col;
+      }
+    }
+  }
+}
+
+TEST(GpuFft, ChannelSumsMatchLongDoubleForEveryVersionAndLayout) {
+  for (int version : {1, 2, 4}) {
+    for (bool weights_layout : {false, true}) {
+      check_spectral_gemm<float>(version, weights_layout, weights_layout, !weights_layout);
+      check_spectral_gemm<double>(version, weights_layout, !weights_layout, weights_layout);
     }
   }
 }
@@ -205,6 +338,10 @@ const std::vector<ConvCase>& cases() {
     c.push_back({"many_channels_5x5", make(1, 35, 5, 7, 33, 5, 5, 2)});
     c.push_back({"many_channels_groups_7x7", make(1, 12, 15, 13, 18, 7, 7, 3, 3)});
     c.push_back({"large_image_9x9", make(1, 2, 45, 38, 3, 9, 9, 4)});
+    // 40 channels in and out on 32 x 16 tiles (288 frequencies): the
+    // backward-weights product, 40 x 40 per frequency, takes v4's register
+    // tiles (GpuConvFft.WideProductsRunTheRegisterTiles).
+    c.push_back({"wide_products_7x7", make(1, 40, 24, 48, 40, 7, 7, 3)});
     return c;
   }();
   return all;
@@ -241,21 +378,43 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<std::size_t, int
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, FftCase,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2)),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()),
+                                            ::testing::Values(1, 2, 4)),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(Cases, FftVersusV1,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2)),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 4)),
                          case_name);
 
 #if !defined(__CUDACC__)  // thread orders are sim's to choose
 TEST(GpuConvFft, BarriersHoldUnderEveryThreadOrder) {
   for (const char* order : {"reverse", "random:5"}) {
     sim::ScopedSchedule schedule(sim::Schedule::parse(order));
-    for (int version : {1, 2})
+    for (int version : {1, 2, 4})
       for (const char* name : {"many_channels_groups_7x7", "dilation_2x3"})
         for (const ConvCase& c : cases())
           if (c.name == name) expect_matches_reference<float>(c, version);
   }
+}
+#endif
+
+#if !defined(__CUDACC__)  // which kernels ran is sim's to tell
+TEST(GpuConvFft, WideProductsRunTheRegisterTiles) {
+  ScopedKernelVersion select("conv2d_fft", 4);
+  const Conv2dDesc d = make(1, 40, 24, 48, 40, 7, 7, 3);  // wide_products_7x7
+  const std::size_t bytes = fft().workspace_bytes(d, DType::float32, ConvPass::backward_weights);
+  const Tensor workspace =
+      empty(Shape{static_cast<std::int64_t>((bytes + 3) / 4)}, TensorOptions().device(kernel_device()));
+  const Tensor x = garbage<float>(x_size(d)), dy = garbage<float>(y_size(d));
+  const Tensor dw = garbage<float>(w_size(d)), db = garbage<float>(d.K);
+  std::vector<std::string> kernels_ran;
+  {
+    convkit::sim::ScopedProfile profile;
+    fft().backward_weights(d, DType::float32, x.raw_data(), dy.raw_data(), dw.raw_data(), db.raw_data(),
+                           workspace.raw_data());
+    for (const convkit::sim::KernelProfile& k : profile.take()) kernels_ran.push_back(k.kernel);
+  }
+  EXPECT_NE(std::find(kernels_ran.begin(), kernels_ran.end(), "spectral_gemm_tiled<float, 64, 4>"), kernels_ran.end())
+      << ::testing::PrintToString(kernels_ran);
 }
 #endif
 
@@ -270,7 +429,7 @@ TEST(GpuConvFft, BatchesSplitIntoChunksGiveTheSameResult) {
   // in chunks (of two images and then one).
   d.workspace_limit = whole_batch - 1;
   for (ConvPass pass : passes) EXPECT_LE(fft().workspace_bytes(d, DType::float64, pass), d.workspace_limit);
-  for (int version : {1, 2}) expect_matches_reference<double>(ConvCase{"chunked", d}, version);
+  for (int version : {1, 2, 4}) expect_matches_reference<double>(ConvCase{"chunked", d}, version);
 }
 
 TEST(GpuConvFft, WorkspaceLimitBelowOneImageNamesTheSizes) {
