@@ -1,6 +1,6 @@
 // Direct convolution kernels: the defining sums (docs/algorithms/direct.md),
-// evaluated on the GPU with no workspace. docs/gpu/conv2d_direct.md walks
-// through them.
+// evaluated on the GPU with no workspace but v4's backward-weights partials.
+// docs/gpu/conv2d_direct.md walks through them.
 //
 // Floors, per pass (forward, backward-data and backward-weights cost the same):
 //   FLOPs  2 * N * K * C/g * R * S * P * Q     (Conv2dDesc::flops)
@@ -26,6 +26,10 @@
 //       flipped problem, and backward-weights (8 filters x 4 of its entries
 //       per thread); elsewhere (backward-data at stride > 1, tiles that do
 //       not fit) version 3 runs v2's kernels.
+//   v4  v3 with backward-weights split over the pixels: slices of (image,
+//       pixel tile) units in grid.z, partial dw in a workspace, summed in
+//       slice order (deterministic); with one slice it is v3. Forward and
+//       backward-data are v3's.
 #include <algorithm>
 #include <string>
 
@@ -552,13 +556,15 @@ ConvGeometry conv_geometry(const Conv2dDesc& d) {
 
 int conv2d_direct_version() {
   static const bool registered = [] {
-    register_kernel_family({"conv2d_direct", 3, 3,
+    register_kernel_family({"conv2d_direct", 4, 3,
                             "v1 one thread per output element (y, dx or dw), operands read from global memory; "
                             "v2 shared-memory tiles: input patch + 8 filters per 8x16 output tile (forward), dy "
                             "patch + filters per dx tile (backward-data), dy tile + input patch per kb x cb x R x "
                             "S block of dw (backward-weights); "
                             "v3 register tiles of 4 pixels x 8 channels per thread with 16-byte filter reads and index "
-                            "tables (all passes; backward-data at stride > 1 runs v2's kernel)"});
+                            "tables (all passes; backward-data at stride > 1 runs v2's kernel); "
+                            "v4 v3 with backward-weights split over the pixels into slices, their partial dw summed "
+                            "in slice order (a workspace)"});
     return true;
   }();
   (void)registered;
@@ -571,9 +577,9 @@ bool conv2d_direct_can_implement(int version, const ConvGeometry& g, DType dtype
     return false;
   }
   if (version == 1) return true;
-  // Version 3 runs v2's kernels wherever its own do not fit, so it needs what v2 needs.
-  if (version == 2 || version == 3) return v2_limits(g, dtype, why);
-  if (why) *why = detail::concat("conv2d_direct: no version ", version, " (versions are 1 to 3)");
+  // Versions 3 and 4 run v2's kernels wherever their own do not fit, so they need what v2 needs.
+  if (version >= 2 && version <= 4) return v2_limits(g, dtype, why);
+  if (why) *why = detail::concat("conv2d_direct: no version ", version, " (versions are 1 to 4)");
   return false;
 }
 
@@ -591,7 +597,7 @@ void launch_conv2d_direct_forward(int version, DType dtype, const ConvGeometry& 
       launch(direct_forward_v1<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, g, xt, wt, bt, yt);
       return;
     }
-    if (version == 3 && direct_register_tiled_forward_cannot(g, dtype).empty()) {
+    if (version >= 3 && direct_register_tiled_forward_cannot(g, dtype).empty()) {
       launch_direct_register_tiled_forward(dtype, g, x, w, b, y);
       return;
     }
@@ -616,7 +622,7 @@ void launch_conv2d_direct_backward_data(int version, DType dtype, const ConvGeom
       launch(direct_backward_data_v1<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, g, dyt, wt, dxt);
       return;
     }
-    if (version == 3 && direct_register_tiled_backward_data_cannot(g, dtype).empty()) {
+    if (version >= 3 && direct_register_tiled_backward_data_cannot(g, dtype).empty()) {
       launch_direct_register_tiled_backward_data(dtype, g, dy, w, dx);
       return;
     }
@@ -628,8 +634,15 @@ void launch_conv2d_direct_backward_data(int version, DType dtype, const ConvGeom
   });
 }
 
+std::size_t conv2d_direct_weights_workspace_bytes(int version, DType dtype, const ConvGeometry& g,
+                                                  std::size_t workspace_limit) {
+  if (version != 4) return 0;
+  const DirectWeightSplit split = direct_weight_split(g, dtype, workspace_limit);
+  return split.slices > 1 ? static_cast<std::size_t>(split.slices) * g.K * g.Cg * g.R * g.S * dtype_size(dtype) : 0;
+}
+
 void launch_conv2d_direct_backward_weights(int version, DType dtype, const ConvGeometry& g, const void* x,
-                                           const void* dy, void* dw) {
+                                           const void* dy, void* dw, void* workspace, std::size_t workspace_limit) {
   check_can_implement(version, g, dtype);
   dispatch_floating(dtype, "conv2d_direct backward_weights", [&](auto tag) {
     using T = decltype(tag);
@@ -641,8 +654,10 @@ void launch_conv2d_direct_backward_weights(int version, DType dtype, const ConvG
       launch(direct_backward_weights_v1<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, g, xt, dyt, dwt);
       return;
     }
-    if (version == 3 && direct_register_tiled_backward_weights_cannot(g, dtype).empty()) {
-      launch_direct_register_tiled_backward_weights(dtype, g, x, dy, dw);
+    if (version >= 3 && direct_register_tiled_backward_weights_cannot(g, dtype).empty()) {
+      const DirectWeightSplit split =
+          direct_weight_split(g, dtype, version == 4 ? workspace_limit : 0);  // v3: no workspace, one slice
+      launch_direct_register_tiled_backward_weights(dtype, g, x, dy, dw, split, workspace);
       return;
     }
     const WeightTiles t = weight_tiles(g, sizeof(T));

@@ -2,6 +2,7 @@
 // Launchers of the direct convolution kernels (kernels/conv2d_direct.cu).
 // Buffers are contiguous device buffers laid out as in Conv2dDesc (x NCHW,
 // w K x C/groups x R x S, y and dy N x K x P x Q) of one floating dtype.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -36,7 +37,13 @@ void launch_conv2d_direct_forward(int version, DType dtype, const ConvGeometry& 
 // dx = the gradient of <y, dy> with respect to x (overwritten).
 void launch_conv2d_direct_backward_data(int version, DType dtype, const ConvGeometry& g, const void* dy,
                                         const void* w, void* dx);
-// dw = the gradient of <y, dy> with respect to w (overwritten).
+// Bytes of workspace backward-weights takes under `version` with at most
+// workspace_limit bytes: v4's partial dw (0 for one slice), 0 for the others.
+std::size_t conv2d_direct_weights_workspace_bytes(int version, DType dtype, const ConvGeometry& g,
+                                                  std::size_t workspace_limit);
+// dw = the gradient of <y, dy> with respect to w (overwritten). `workspace`
+// holds conv2d_direct_weights_workspace_bytes(version, dtype, g,
+// workspace_limit) bytes, and may be null where that is 0.
 void launch_conv2d_direct_backward_weights(int version, DType dtype, const ConvGeometry& g, const void* x,
-                                           const void* dy, void* dw);
+                                           const void* dy, void* dw, void* workspace, std::size_t workspace_limit);
 }  // namespace convkit::CK_GPU_NS

@@ -697,7 +697,7 @@ constexpr int kGemmDepth = 16;  // k per shared-memory step
 // a few frequencies of 64 x 64 channels) v2's 32 x 32 tiles, four times the
 // blocks, keep more SMs busy.
 constexpr int kRegisterTile = 64;
-constexpr int64_t kRegisterTileMinBlocks = 264;
+constexpr int64_t kRegisterTileMinBlocks = kTwoBlocksPerSm;
 
 // v2 and v4: block = a kTile x kTile tile of C for one (f, group), with
 // (kTile/kPer)^2 threads, each with kPer x kPer outputs at

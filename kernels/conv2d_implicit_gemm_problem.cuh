@@ -17,6 +17,7 @@
 #include "convkit/core/dtype.h"
 #include "convkit/core/error.h"
 #include "convkit/sim/cuda_compat.h"
+#include "kernels/tensor_view.cuh"
 
 namespace convkit::CK_GPU_NS::implicit_gemm {
 
@@ -193,7 +194,7 @@ inline std::string index_limits_reason(const Conv2dDesc& d, const char* op) {
 // Enough blocks for two per SM on a 132-SM GPU: backward-weights splits K
 // until its tiles times slices reach this, or its slices get shorter than
 // kMinSliceLen.
-inline constexpr std::int64_t kTargetBlocks = 264;
+inline constexpr std::int64_t kTargetBlocks = kTwoBlocksPerSm;
 inline constexpr std::int64_t kMinSliceLen = 16 * kGemmTileK;
 inline constexpr std::int64_t kMaxSlices = 32;
 // Version 5's cap (kernels/conv2d_implicit_gemm_pipelined.cuh says why).

@@ -416,7 +416,7 @@ step train train
 # and change im2col_gemm only on its explicit path (conv2d_implicit_gemm v1,
 # which is here with gemm's default). Not in --quick.
 # Cost on an H100 (an estimate, not yet measured): both sets are 15 layers x
-# 3 passes; about 470 FP32 rows run (direct 3 and implicit GEMM 4 versions
+# 3 passes; about 530 FP32 rows run (direct 4 and implicit GEMM 5 versions
 # everywhere, FFT 4 and Winograd 2 on the stride-1 3x3 layers) and 135 rows
 # each in TF32 and BF16 (2 versions and cuDNN). With --benchmark_min_time=0.01
 # a row costs its setup (operand copies, the float64 check on the host, about

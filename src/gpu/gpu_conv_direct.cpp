@@ -1,5 +1,6 @@
 // The direct convolution on the GPU (kernels/conv2d_direct.cu,
-// docs/gpu/conv2d_direct.md): no workspace, every descriptor.
+// docs/gpu/conv2d_direct.md): every descriptor; a workspace only for v4's
+// backward-weights partials.
 //
 // Version choice: the selected "conv2d_direct" version (default v3, the
 // register-tiled kernels, which run v2's tiled kernels for the passes and
@@ -31,7 +32,11 @@ class DirectGpuConv final : public conv::ConvAlgorithm {
     return Support::yes();
   }
 
-  std::size_t workspace_bytes(const Conv2dDesc&, DType, ConvPass) const override { return 0; }
+  std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const override {
+    if (pass != ConvPass::backward_weights) return 0;
+    const ConvGeometry g = checked(desc, dtype, pass);
+    return conv2d_direct_weights_workspace_bytes(version_for(g, dtype), dtype, g, desc.workspace_limit);
+  }
 
   void forward(const Conv2dDesc& desc, DType dtype, const void* x, const void* w, const void* b, void* y,
                void*) const override {
@@ -46,9 +51,10 @@ class DirectGpuConv final : public conv::ConvAlgorithm {
   }
 
   void backward_weights(const Conv2dDesc& desc, DType dtype, const void* x, const void* dy, void* dw, void* db,
-                        void*) const override {
+                        void* workspace) const override {
     const ConvGeometry g = checked(desc, dtype, ConvPass::backward_weights);
-    launch_conv2d_direct_backward_weights(version_for(g, dtype), dtype, g, x, dy, dw);
+    launch_conv2d_direct_backward_weights(version_for(g, dtype), dtype, g, x, dy, dw, workspace,
+                                          desc.workspace_limit);
     if (db != nullptr) launch_bias_gradient(dtype, dy, desc.N, desc.K, desc.P() * desc.Q(), db);
   }
 

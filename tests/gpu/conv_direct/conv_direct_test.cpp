@@ -57,6 +57,10 @@ const std::vector<ConvCase>& cases() {
     Conv2dDesc dilated = make(2, 12, 9, 13, 20, 3, 3, 2, 1, 2);
     dilated.dilation_h = dilated.dilation_w = 2;
     c.push_back({"many_channels_dilation2_groups", dilated});
+    // v4: few filters over many pixel tiles, so backward-weights splits the
+    // pixels into slices (GpuConvDirect.Version4SplitsSmallFilterBanks).
+    c.push_back({"split_pixels_3x3", make(6, 3, 20, 30, 8, 3, 3, 1)});
+    c.push_back({"split_pixels_5x5_stride2_groups", make(5, 4, 33, 29, 6, 5, 5, 2, 2, 2)});
     return c;
   }();
   return all;
@@ -69,6 +73,9 @@ const std::vector<ConvCase>& real_layers() {
     std::vector<ConvCase> c;
     c.push_back({"cifar10_cnn_conv4", make(1, 64, 15, 15, 64, 3, 3, 0)});
     c.push_back({"resnet18_cifar_layer2", make(1, 128, 16, 16, 128, 3, 3, 1)});
+    // cifar10-cnn conv1 (3 to 32, 32 x 32), whose backward-weights is one
+    // block in v3, at batch 4: v4 splits it into 8 slices.
+    c.push_back({"cifar10_cnn_conv1_n4", make(4, 3, 32, 32, 32, 3, 3, 1)});
     return c;
   }();
   return all;
@@ -104,19 +111,23 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<std::size_t, int
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, DirectCase,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2, 3)),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()),
+                                            ::testing::Values(1, 2, 3, 4)),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(Cases, DirectVersusV1,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 3)),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 3, 4)),
                          case_name);
 
 // v3 against the float64 reference and against v1, in float32.
 class DirectRealLayer : public ::testing::TestWithParam<std::size_t> {};
 
-TEST_P(DirectRealLayer, Version3MatchesTheReferenceAndVersion1) {
+TEST_P(DirectRealLayer, Versions3And4MatchTheReferenceAndVersion1) {
   const ConvCase& c = real_layers()[GetParam()];
-  expect_matches_reference<float>(c, 3);
-  expect_agrees_with_v1(direct(), ConvAlgo::direct, "conv2d_direct", 3, c.desc, c.name + " v3");
+  for (int version : {3, 4}) {
+    expect_matches_reference<float>(c, version);
+    expect_agrees_with_v1(direct(), ConvAlgo::direct, "conv2d_direct", version, c.desc,
+                          c.name + " v" + std::to_string(version));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(RealLayers, DirectRealLayer, ::testing::Range<std::size_t>(0, real_layers().size()),
@@ -166,6 +177,66 @@ TEST(GpuConvDirect, Version3FallsBackToVersion2OnAWideImage) {
   expect_matches_reference<float>(ConvCase{"wide_image", d}, 3);  // runs v2
 }
 
+// v4 splits backward-weights where the filters are few and the pixels many:
+// the split cases and the first real layer at batch 4 take several slices,
+// and their workspace is the slices' partial dw; where the blocks already
+// fill the GPU (resnet18-cifar layer2's 128 x 128 filters) there is one.
+TEST(GpuConvDirect, Version4SplitsSmallFilterBanks) {
+  ScopedKernelVersion select("conv2d_direct", 4);
+  std::vector<ConvCase> split = real_layers();
+  for (const ConvCase& c : cases())
+    if (c.name.rfind("split_pixels", 0) == 0) split.push_back(c);
+  for (const ConvCase& c : split) {
+    const kernels::ConvGeometry g = kernels::conv_geometry(c.desc);
+    for (DType dtype : {DType::float32, DType::float64}) {
+      const kernels::DirectWeightSplit s = kernels::direct_weight_split(g, dtype, c.desc.workspace_limit);
+      const std::size_t bytes = direct().workspace_bytes(c.desc, dtype, ConvPass::backward_weights);
+      if (c.name == "resnet18_cifar_layer2" || c.name == "cifar10_cnn_conv4") {
+        EXPECT_EQ(s.slices, 1) << c.name;
+        EXPECT_EQ(bytes, 0u) << c.name;
+        continue;
+      }
+      EXPECT_GT(s.slices, 1) << c.name;
+      EXPECT_EQ(bytes, static_cast<std::size_t>(s.slices) * w_size(c.desc) * dtype_size(dtype)) << c.name;
+      EXPECT_GE(s.units_per_slice, 4) << c.name;
+    }
+  }
+}
+
+// The split changes only the order of dw's sums: with no workspace allowed
+// v4 is v3 bit for bit, with a workspace it is the same bits on every run and
+// under every thread order, and a workspace_limit caps the slices.
+TEST(GpuConvDirect, Version4IsDeterministicAndVersion3WithoutWorkspace) {
+  Conv2dDesc d = make(6, 3, 20, 30, 8, 3, 3, 1);  // split_pixels_3x3
+  const CaseData& data = case_data(d);
+  auto dw_of = [&](int version, const Conv2dDesc& desc) {
+    ScopedKernelVersion select("conv2d_direct", version);
+    return run_passes<float>(direct(), desc, data.in).dw;
+  };
+  Conv2dDesc no_workspace = d;
+  no_workspace.workspace_limit = 0;
+  EXPECT_EQ(direct().workspace_bytes(no_workspace, DType::float32, ConvPass::backward_weights), 0u);
+  EXPECT_EQ(dw_of(4, no_workspace), dw_of(3, d));
+  const std::vector<float> split = dw_of(4, d);
+  EXPECT_NE(split, dw_of(3, d)) << "the split should change the summation order";
+  EXPECT_EQ(dw_of(4, d), split);
+#if !defined(__CUDACC__)  // thread orders are sim's to choose
+  for (const char* order : {"reverse", "random:3"}) {
+    sim::ScopedSchedule schedule(sim::Schedule::parse(order));
+    EXPECT_EQ(dw_of(4, d), split) << order;
+  }
+#endif
+  const std::size_t per_slice = static_cast<std::size_t>(w_size(d)) * sizeof(float);
+  Conv2dDesc capped = d;
+  capped.workspace_limit = 3 * per_slice + per_slice / 2;
+  const kernels::DirectWeightSplit s = kernels::direct_weight_split(kernels::conv_geometry(capped), DType::float32,
+                                                                    capped.workspace_limit);
+  EXPECT_GT(s.slices, 1);
+  EXPECT_LE(s.slices, 3);
+  EXPECT_LE(direct().workspace_bytes(capped, DType::float32, ConvPass::backward_weights), capped.workspace_limit);
+  expect_matches_reference<float>(ConvCase{"split_pixels_capped", capped}, 4);
+}
+
 // A missing barrier can hide under one thread order; v2's and v3's tiles must
 // be right under every order the emulator offers.
 #if !defined(__CUDACC__)  // thread orders are sim's to choose
@@ -173,18 +244,20 @@ TEST(GpuConvDirect, TiledVersionsAreRightUnderEveryThreadOrder) {
   for (const char* order : {"reverse", "random:11"}) {
     sim::ScopedSchedule schedule(sim::Schedule::parse(order));
     for (const char* name : {"many_channels_groups_5x5_stride2", "stride_dilation_groups", "kernel7x7",
-                             "many_channels_dilation2_groups"}) {
+                             "many_channels_dilation2_groups", "split_pixels_5x5_stride2_groups"}) {
       for (const ConvCase& c : cases())
         if (c.name == name) {
           expect_matches_reference<float>(c, 2);
           expect_matches_reference<float>(c, 3);
+          expect_matches_reference<float>(c, 4);
         }
     }
   }
 }
 #endif
 
-TEST(GpuConvDirect, EveryValidDescriptorIsSupportedWithoutWorkspace) {
+TEST(GpuConvDirect, EveryValidDescriptorIsSupportedWithoutWorkspaceUpToVersion3) {
+  ScopedKernelVersion select("conv2d_direct", 3);
   for (const ConvCase& c : cases()) {
     EXPECT_TRUE(direct().supports(c.desc)) << c.name;
     for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
@@ -222,8 +295,8 @@ TEST(GpuConvDirect, NonFloatingDtypeIsRejectedByName) {
   std::string why;
   EXPECT_FALSE(kernels::conv2d_direct_can_implement(1, g, DType::int64, &why));
   EXPECT_NE(why.find("int64"), std::string::npos) << why;
-  EXPECT_FALSE(kernels::conv2d_direct_can_implement(4, g, DType::float32, &why));
-  EXPECT_NE(why.find("version 4"), std::string::npos) << why;
+  EXPECT_FALSE(kernels::conv2d_direct_can_implement(5, g, DType::float32, &why));
+  EXPECT_NE(why.find("version 5"), std::string::npos) << why;
 }
 
 }  // namespace
