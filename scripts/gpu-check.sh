@@ -430,15 +430,25 @@ version_families=conv2d_direct,conv2d_implicit_gemm,conv2d_fft,conv2d_winograd
 versions_args=(--sets=$bench_sets --devices=$device --benchmark_min_time=0.01 --benchmark_format=console
                --benchmark_out_format=json)
 tf32_algos=im2col_gemm,cudnn
+# FFT's own kind of layer, which the two sets lack: convnet-benchmarks L4 (7x7,
+# 128 channels, 16 x 16), where the automatic choice takes fft. Every
+# conv2d_fft version and cuDNN, merged into the fp32 rows (a few seconds).
+fft_args=(--sets=convnet-benchmarks --layers=L4 --devices=$device --benchmark_min_time=0.01
+          --benchmark_format=console --benchmark_out_format=json)
+fft_algos=fft,cudnn
 if [ $mode = sim ]; then
   versions_args=(--sets=cifar10-cnn --layers=conv1 --max-batch=1 --passes=fwd --devices=sim --benchmark_out_format=json)
   tf32_algos=im2col_gemm  # sim runs no vendor library
+  fft_args=(--sets=convnet-benchmarks --layers=L4 --max-batch=1 --passes=fwd --devices=sim --benchmark_out_format=json)
+  fft_algos=fft
 fi
 [ -n "$layers" ] && versions_args+=(--layers="$layers")
 kernel_versions() {
   local rc=0 bin=$build_dir/benchmarks/bench_conv
   timeout $versions_cap_s "$bin" "${versions_args[@]}" --algos=direct,im2col_gemm,fft,winograd \
     --kernel-versions=$version_families --benchmark_out="$out/versions-fp32.json" || rc=1
+  timeout $versions_cap_s "$bin" "${fft_args[@]}" --algos=$fft_algos --kernel-versions=conv2d_fft \
+    --benchmark_out="$out/versions-fp32-fft.json" || rc=1
   CONVKIT_ALLOW_TF32=1 timeout $versions_cap_s "$bin" "${versions_args[@]}" --algos=$tf32_algos \
     --kernel-versions=conv2d_implicit_gemm_tensor_core --benchmark_out="$out/versions-tf32.json" || rc=1
   CONVKIT_FLOAT32_PRECISION=medium timeout $versions_cap_s "$bin" "${versions_args[@]}" --algos=$tf32_algos \
@@ -459,6 +469,12 @@ for precision in ("fp32", "tf32", "bf16"):
         continue
     run = doc["kernel_versions"][precision] = json.load(open(path))
     os.remove(path)
+    fft_path = os.path.join(out, f"versions-{precision}-fft.json")
+    if os.path.exists(fft_path):  # FFT's layer: its rows join the precision's
+        run["benchmarks"] += json.load(open(fft_path)).get("benchmarks", [])
+        os.remove(fft_path)
+    elif precision == "fp32":
+        problems.append("no fp32 run of FFT's layer")
     for b in run.get("benchmarks", []):
         if not b.get("error_occurred"):
             ran += "@" in b["name"]

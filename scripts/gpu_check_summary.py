@@ -66,14 +66,17 @@ def cudnn_best(doc):
 def versions_summary(data):
     """One table per kernel family and precision: layer x pass x version ms,
     each version's ratio to the family's default and to cuDNN's best (strict
-    FP32 rows against step 6's cuDNN, TF32 and BF16 rows against their own
-    run's cuDNN, which is TF32 in both: cuDNN has no bf16 mode on float32)."""
+    FP32 rows against step 6's cuDNN, or their own run's where step 6 has
+    none; TF32 and BF16 rows against their own run's cuDNN, which is TF32 in
+    both: cuDNN has no bf16 mode on float32)."""
     sections = data.get("kernel_versions")
     if sections is None:
         return None
     tables = {}
     for precision, doc in sorted(sections.items()):
-        cudnn = cudnn_best(doc if precision in ("tf32", "bf16") else data)
+        # Strict FP32: step 6's cuDNN, and the versions run's own for layers
+        # step 6 does not time (FFT's layer).
+        cudnn = cudnn_best(doc) if precision in ("tf32", "bf16") else {**cudnn_best(doc), **cudnn_best(data)}
         for parts, b in conv_rows(doc):
             if "@" not in parts[4]:
                 continue
