@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "convkit/sim/check.h"
 #include "convkit/sim/profile.h"
 #include "convkit/sim/schedule.h"
 #include "gpu/gpu_conv_testing.h"
@@ -266,7 +267,7 @@ void check_spectral_gemm(int version, bool weights_layout, bool conj_a, bool acc
   g.a_g = g.b_g = g.c_g = 0;
   g.conj_a = conj_a, g.accumulate = accumulate;
 #if !defined(__CUDACC__)  // which kernel ran is sim's to tell (once: profiling is slow)
-  if (version == 4 && sizeof(T) == 4 && !weights_layout) {
+  if (version == 4 && sizeof(T) == 4 && !weights_layout && convkit::sim::checks_available()) {
     convkit::sim::ScopedProfile profile;
     kernels::launch_spectral_gemm(version, dtype_of<T>::value, g);
     const std::vector<convkit::sim::KernelProfile> ran = profile.take();
@@ -399,6 +400,7 @@ TEST(GpuConvFft, BarriersHoldUnderEveryThreadOrder) {
 
 #if !defined(__CUDACC__)  // which kernels ran is sim's to tell
 TEST(GpuConvFft, WideProductsRunTheRegisterTiles) {
+  if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
   ScopedKernelVersion select("conv2d_fft", 4);
   const Conv2dDesc d = make(1, 40, 24, 48, 40, 7, 7, 3);  // wide_products_7x7
   const std::size_t bytes = fft().workspace_bytes(d, DType::float32, ConvPass::backward_weights);
