@@ -556,7 +556,7 @@ ConvGeometry conv_geometry(const Conv2dDesc& d) {
 
 int conv2d_direct_version() {
   static const bool registered = [] {
-    register_kernel_family({"conv2d_direct", 4, 3,
+    register_kernel_family({"conv2d_direct", 4, 4,
                             "v1 one thread per output element (y, dx or dw), operands read from global memory; "
                             "v2 shared-memory tiles: input patch + 8 filters per 8x16 output tile (forward), dy "
                             "patch + filters per dx tile (backward-data), dy tile + input patch per kb x cb x R x "

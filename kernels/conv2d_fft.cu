@@ -1058,7 +1058,7 @@ void inverse_2d(int version, Cx<T>* spectra, int tile_h, int tile_w, int64_t X, 
 
 int conv2d_fft_version() {
   static const bool registered = [] {
-    register_kernel_family({"conv2d_fft", 4, 2,
+    register_kernel_family({"conv2d_fft", 4, 4,
                             "v1 radix-2 Stockham FFT in shared memory, each real row as a complex signal; channel "
                             "sums one thread per output; "
                             "v2 two real rows per complex FFT (half the row transforms); channel sums as a "

@@ -329,7 +329,7 @@ void run_problem(TensorCorePrecision precision, const Problem& pb, int groups, i
 void register_conv2d_implicit_gemm_tensor_core_family() {
   static const bool registered = [] {
     register_kernel_family(
-        {"conv2d_implicit_gemm_tensor_core", kVersions, kImplicitGemmTcTiledVersion,
+        {"conv2d_implicit_gemm_tensor_core", kVersions, kImplicitGemmTcPipelinedVersion,
          "v1 warp per tile: one warp per 16x8 tile of the implicit product, tf32 or bf16 fragments gathered from "
          "x, w or dy\n"
          "v2 tiled: 64x64x32-word tiles gathered into shared memory as tf32 or bf16 pairs, 8 warps of 32x16 on "

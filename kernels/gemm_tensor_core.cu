@@ -665,6 +665,7 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 constexpr std::int64_t kMaxGridY = 65535;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 constexpr int kVersions = 4;
+constexpr int kWideTilesVersion = 3, kAsyncPipelineVersion = 4;
 
 std::int64_t tile_m(int version) { return version == 1 ? kV1TileM : version == 2 ? v2::kTile : v3::kTile; }
 std::int64_t tile_n(int version) { return version == 1 ? kV1TileN : version == 2 ? v2::kTile : v3::kTile; }
@@ -708,7 +709,7 @@ const char* precision_name(TensorCorePrecision p) { return p == TensorCorePrecis
 void register_gemm_tensor_core_family() {
   static const bool registered = [] {
     register_kernel_family(
-        {"gemm_tensor_core", kVersions, 2,
+        {"gemm_tensor_core", kVersions, kAsyncPipelineVersion,
          "v1 warp per tile: one warp per 16x8 tile of C, mma.sync on fragments read from global memory\n"
          "v2 warp tiled: 64x64 block tile, 4 warps of 32x32, tf32/bf16 words staged in padded shared memory, "
          "register-staged double buffer (16 flop/B)\n"
@@ -732,7 +733,7 @@ std::string gemm_tensor_core_cannot_implement(DType dtype, const GemmArgs& g, in
   if (!why.empty() || g.M == 0 || g.N == 0 || g.batch == 0) return why;
   if (ceil_div(g.M, tile_m(version)) * ceil_div(g.N, tile_n(version)) > kMaxGridX)
     return detail::concat("C of ", g.M, " x ", g.N, " has more tiles than a grid holds (", kMaxGridX, ")");
-  if (version == 4) {
+  if (version == kAsyncPipelineVersion) {
     const std::size_t bytes = v4_largest_shared_bytes(g.trans_a, g.trans_b), offered = max_dynamic_shared_bytes();
     if (bytes > offered)
       return detail::concat("version 4 needs ", bytes, " bytes of shared memory per block; this device offers ",
@@ -743,7 +744,11 @@ std::string gemm_tensor_core_cannot_implement(DType dtype, const GemmArgs& g, in
 
 void launch_gemm_tensor_core(TensorCorePrecision precision, DType dtype, const GemmArgs& args) {
   register_gemm_tensor_core_family();
-  launch_gemm_tensor_core(precision, dtype, args, kernel_version("gemm_tensor_core"));
+  int version = kernel_version("gemm_tensor_core");
+  if (version == kAsyncPipelineVersion && !kernel_version_pinned("gemm_tensor_core") &&
+      !gemm_tensor_core_cannot_implement(dtype, args, version).empty())
+    version = kWideTilesVersion;
+  launch_gemm_tensor_core(precision, dtype, args, version);
 }
 
 void launch_gemm_tensor_core(TensorCorePrecision precision, DType dtype, const GemmArgs& g, int version) {

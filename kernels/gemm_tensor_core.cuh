@@ -12,9 +12,11 @@
 // The family "gemm_tensor_core" has four versions:
 //   1 one warp per 16x8 tile of C, fragments straight from global memory
 //   2 64x64 block tile, 4 warps of 32x32, shared-memory staging with a
-//     register-staged double buffer (the default)
+//     register-staged double buffer
 //   3 128x128 block tile, 8 warps of 64x32, 16-byte staging loads
-//   4 128x128 block tile, 4 warps of 64x64, a 3-stage cp.async pipeline
+//   4 128x128 block tile, 4 warps of 64x64, a 3-stage cp.async pipeline (the
+//     default: on the H200 it ran n = 1024-4096 1.3-3.4x faster than v2, and
+//     n = 256-512 at 0.92-1.08x v2's speed; docs/results/nvidia-h200-2026-11-28)
 #include <string>
 
 #include "kernels/gemm.cuh"
@@ -30,7 +32,9 @@ void register_gemm_tensor_core_family();
 std::string gemm_tensor_core_cannot_implement(DType dtype, const GemmArgs& args, int version);
 
 // Runs kernel_version("gemm_tensor_core"), or the given version; throws Error
-// naming the problem when it cannot implement the arguments.
+// naming the problem when it cannot implement the arguments. The default
+// version 4 gives way to version 3 where the device lacks its shared memory
+// (sm_86 and sm_89), unless the family is pinned.
 void launch_gemm_tensor_core(TensorCorePrecision precision, DType dtype, const GemmArgs& args);
 void launch_gemm_tensor_core(TensorCorePrecision precision, DType dtype, const GemmArgs& args, int version);
 

@@ -371,8 +371,7 @@ PY
 }
 step gemm gemm
 
-# ---- 7. training throughput: convkit on cuda (strict, tf32, tf32 with the
-# tensor-core conv family's version 3) and cpu,
+# ---- 7. training throughput: convkit on cuda (strict and tf32) and cpu,
 # PyTorch on the same GPU (strict and tf32); a layer profile of each strict run
 runs="cifar10-cnn:128 cifar10-cnn:512 resnet18-cifar:128" steps_n=50 warmup=10 cpu_steps=3
 [ $quick = 1 ] && runs="cifar10-cnn:128"
@@ -384,14 +383,9 @@ train() {
     # strict float32, then tf32 (float32 precision high): the same precision as
     # each of PyTorch's two runs below. The strict run then profiles as many
     # steps layer by layer (after its timing): the table goes to log.txt.
-    # high-tc3 is tf32 with the tensor-core conv family pinned to version 3
-    # (the JSON line's pinned_kernels says so), which the default tf32 run
-    # takes only once a GPU has measured it against strict v5.
-    for variant in highest high high-tc3; do
-      precision=${variant%%-*}
-      pin=(); [ $variant = high-tc3 ] && pin=(CONVKIT_KERNEL_CONV2D_IMPLICIT_GEMM_TENSOR_CORE=3)
+    for precision in highest high; do
       profile=; [ $precision = highest ] && profile=--profile
-      lines=$(env ${pin[@]+"${pin[@]}"} timeout $train_cap_s "$cli" bench train "$model" --device $device --batch "$batch" \
+      lines=$(timeout $train_cap_s "$cli" bench train "$model" --device $device --batch "$batch" \
         --steps $steps_n --warmup $warmup --optimizer sgd --float32-precision $precision --json $profile) || return 1
       printf '%s\n' "$lines"
       tail -n 1 <<<"$lines" >>"$out/train.jsonl"

@@ -147,10 +147,7 @@ def train_summary(path):
         else:
             device = r["device"].split(":")[0]
             tf32 = device != "cpu" and r.get("float32_precision", "highest") == "high"
-            # A run with kernel families pinned (gpu-check's high-tc3) is a
-            # column of its own, beside the default choice's.
-            pinned = "_pinned" if r.get("pinned_kernels") else ""
-            rows[key]["convkit_" + device + ("_tf32" if tf32 else "") + pinned] = r["images_per_sec"]
+            rows[key]["convkit_" + device + ("_tf32" if tf32 else "")] = r["images_per_sec"]
     out = []
     for (model, batch), cols in sorted(rows.items()):
         gpu = cols.get("convkit_cuda") or cols.get("convkit_sim")
@@ -161,8 +158,6 @@ def train_summary(path):
             row["convkit_over_pytorch_fp32"] = cols["convkit_cuda"] / cols["pytorch_fp32"]
         if cols.get("convkit_cuda_tf32") and cols.get("pytorch_tf32"):
             row["convkit_over_pytorch_tf32"] = cols["convkit_cuda_tf32"] / cols["pytorch_tf32"]
-        if cols.get("convkit_cuda_tf32_pinned") and cols.get("pytorch_tf32"):
-            row["convkit_pinned_over_pytorch_tf32"] = cols["convkit_cuda_tf32_pinned"] / cols["pytorch_tf32"]
         out.append(row)
     return {"runs": runs, "rows": out}
 
@@ -291,21 +286,17 @@ def markdown(s):
     if tr is None:
         lines.append("no train.jsonl")
     else:
-        lines += ["| model | batch | convkit cpu | convkit gpu | gpu/cpu | convkit gpu TF32 | TF32, pinned | "
-                  "PyTorch FP32 | PyTorch TF32 | convkit/PyTorch FP32 | convkit/PyTorch TF32 | pinned/PyTorch TF32 |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += ["| model | batch | convkit cpu | convkit gpu | gpu/cpu | convkit gpu TF32 | "
+                  "PyTorch FP32 | PyTorch TF32 | convkit/PyTorch FP32 | convkit/PyTorch TF32 |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for r in tr["rows"]:
             gpu = r.get("convkit_cuda") or r.get("convkit_sim")
             gpu_tf32 = r.get("convkit_cuda_tf32") or r.get("convkit_sim_tf32")
-            pinned = r.get("convkit_cuda_tf32_pinned") or r.get("convkit_sim_tf32_pinned")
             lines.append(f"| {r['model']} | {r['batch']} | {fmt(r.get('convkit_cpu'))} | {fmt(gpu)} | "
-                         f"{fmt(r.get('gpu_over_cpu'), '{:.2f}x')} | {fmt(gpu_tf32)} | {fmt(pinned)} | "
+                         f"{fmt(r.get('gpu_over_cpu'), '{:.2f}x')} | {fmt(gpu_tf32)} | "
                          f"{fmt(r.get('pytorch_fp32'))} | "
                          f"{fmt(r.get('pytorch_tf32'))} | {fmt(r.get('convkit_over_pytorch_fp32'), '{:.2f}x')} | "
-                         f"{fmt(r.get('convkit_over_pytorch_tf32'), '{:.2f}x')} | "
-                         f"{fmt(r.get('convkit_pinned_over_pytorch_tf32'), '{:.2f}x')} |")
-        lines.append("\n\"TF32, pinned\" is the TF32 run with the kernel families of its JSON line's "
-                     "pinned_kernels pinned (gpu-check's high-tc3: the tensor-core conv family's version 3).")
+                         f"{fmt(r.get('convkit_over_pytorch_tf32'), '{:.2f}x')} |")
         if env.get("mode") == "sim":
             lines.append("\nsim runs the CUDA kernels on the CPU emulator: its figures test the pipeline, "
                          "not a GPU's speed.")

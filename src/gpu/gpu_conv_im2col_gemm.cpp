@@ -136,16 +136,14 @@ int tensor_core_version(const Conv2dDesc& d, DType dtype) {
 }
 
 // The tensor-core version this pass runs, or 0 for strict float32 (or
-// float64). Reduced precision allows the tensor cores; it does not require
-// them, and this algorithm takes them only where their family's version is
-// pinned (set_kernel_version, or CONVKIT_KERNEL_CONV2D_IMPLICIT_GEMM_TENSOR_CORE):
-// on the H200 (docs/gpu/measured-h200.md) their version 2 took 1.24-3.64x
-// the strict version 5's time on 17 of the 18 passes of resnet18-cifar's
-// stride-2 and 1x1 layers (3% less on the 18th), so by default the faster
-// strict kernel runs.
+// float64). Reduced precision (allow_tf32, or a float32 precision below
+// highest) takes the tensor cores wherever their family can run the
+// descriptor. Until version 3 existed it took them only where the family was
+// pinned, because version 2 lost to the strict version 5; on the H200
+// (docs/results/nvidia-h200-2026-11-28) version 3 in tf32 took 0.71-0.97x
+// strict v5's time on all 45 passes of both layer sets.
 int reduced_precision_version(const Conv2dDesc& d, DType dtype) {
-  if (!allow_tf32() || !kernel_version_pinned("conv2d_implicit_gemm_tensor_core")) return 0;
-  return tensor_core_version(d, dtype);
+  return allow_tf32() ? tensor_core_version(d, dtype) : 0;
 }
 
 // What every pass checks before touching memory.

@@ -274,20 +274,16 @@ TEST(ConvTensorCore, OperandsAreRoundedOnlyWhenAllowed) {
     const ScopedAllowTf32 strict(false);
     EXPECT_EQ(rounding_probe(), 3.0f * (1.0f + 0x1p-20f));
   }
-  {
-    // Allowed but not pinned: the algorithm keeps the strict kernels, which
-    // the H200 measured faster (src/gpu/gpu_conv_im2col_gemm.cpp).
-    const ScopedAllowTf32 on(true);
-    EXPECT_EQ(rounding_probe(), 3.0f * (1.0f + 0x1p-20f)) << "the tensor cores ran without being pinned";
+  for (int version : {0, kTiled}) {  // the default, and a pinned version
+    const ScopedKernelVersion pinned(kFamily, version);
+    {
+      const ScopedAllowTf32 on(true);
+      EXPECT_EQ(rounding_probe(), 3.0f) << "v" << version << ": the tensor cores did not run";
+      EXPECT_EQ(rounding_probe(1.0 + 0x1p-10), 3.0f * (1.0f + 0x1p-10f)) << "tf32 keeps 10 mantissa bits";
+    }
+    const ScopedFloat32Precision medium(Float32Precision::medium);
+    EXPECT_EQ(rounding_probe(1.0 + 0x1p-10), 3.0f) << "v" << version << ": bf16 keeps 7";
   }
-  ScopedKernelVersion pinned(kFamily, kTiled);
-  {
-    const ScopedAllowTf32 on(true);
-    EXPECT_EQ(rounding_probe(), 3.0f);
-    EXPECT_EQ(rounding_probe(1.0 + 0x1p-10), 3.0f * (1.0f + 0x1p-10f)) << "tf32 keeps 10 mantissa bits";
-  }
-  const ScopedFloat32Precision medium(Float32Precision::medium);
-  EXPECT_EQ(rounding_probe(1.0 + 0x1p-10), 3.0f) << "bf16 keeps 7";
 }
 
 // Run by the ctest entry <suite>.env with CONVKIT_ALLOW_TF32=1 (and skipped
@@ -296,7 +292,6 @@ TEST(ConvTensorCoreEnvironment, TheVariableTurnsTheTensorCoresOn) {
   const char* v = std::getenv("CONVKIT_ALLOW_TF32");
   if (v == nullptr || std::string(v) != "1") GTEST_SKIP() << "CONVKIT_ALLOW_TF32 is not 1";
   EXPECT_TRUE(allow_tf32());
-  EXPECT_TRUE(kernel_version_pinned(kFamily)) << "the ctest entry pins the family too";
   EXPECT_EQ(rounding_probe(), 3.0f);
 }
 
@@ -383,7 +378,6 @@ std::vector<double> train(Float32Precision precision) {
 }
 
 TEST(ConvTensorCoreTraining, AConvNetTrainsWithTf32AndBf16) {
-  ScopedKernelVersion pinned(kFamily, kTiled);  // reduced precision alone keeps the strict kernels
   const std::vector<double> strict = train(Float32Precision::highest);
   for (Float32Precision p : {Float32Precision::high, Float32Precision::medium}) {
     const std::vector<double> reduced = train(p);
