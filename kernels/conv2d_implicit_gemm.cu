@@ -123,6 +123,7 @@
 #include "kernels/conv2d_implicit_gemm_staged.cuh"
 #include "kernels/device_math.cuh"
 #include "kernels/dispatch.cuh"
+#include "kernels/elementwise.cuh"
 #include "kernels/im2col.cuh"
 #include "kernels/tensor_view.cuh"
 
@@ -522,14 +523,24 @@ void backward_data_with(DType dtype, const Conv2dDesc& d, const void* dy, const 
              static_cast<const T*>(w), wt, g, total);
     }
     // One product per stride phase: sh * sw launches, each over only the taps
-    // that reach its pixels (a phase no tap reaches gets zeros). Version 4's
-    // and 5's filter is transposed phase by phase, each phase's slice after the last.
+    // that reach its pixels. Version 4's and 5's filter is transposed phase by
+    // phase, each phase's slice after the last. A phase no tap reaches (a
+    // filter narrower than the stride: three of the four phases of a 1x1
+    // layer at stride 2) is all zeros: dx is filled once, coalesced, and no
+    // product runs for it, where a product of depth 0 would write its zeros
+    // one phase position at a time.
+    bool unreached = false;
+    for (int a = 0; a < g.sh; ++a)
+      for (int b = 0; b < g.sw; ++b)
+        unreached = unreached || stride_phase(a, g.sh, g.pt, g.dh, g.R, g.H).taps == 0 ||
+                    stride_phase(b, g.sw, g.pl, g.dw, g.S, g.W).taps == 0;
+    if (unreached) launch_fill(dtype, dx, StridedView{}, static_cast<std::int64_t>(g.N) * g.C * g.H * g.W, 0.0);
     int phase_offset = 0;
     for (int a = 0; a < g.sh; ++a)
       for (int b = 0; b < g.sw; ++b) {
         const StridePhase ph = stride_phase(a, g.sh, g.pt, g.dh, g.R, g.H);
         const StridePhase pw = stride_phase(b, g.sw, g.pl, g.dw, g.S, g.W);
-        if (ph.count == 0 || pw.count == 0) continue;
+        if (ph.count == 0 || pw.count == 0 || ph.taps == 0 || pw.taps == 0) continue;
         const int depth = g.Kg * ph.taps * pw.taps;
         BackwardDataProblem<T> pb{g,  static_cast<const T*>(dy), static_cast<const T*>(w), wt,
                                   static_cast<T*>(dx), ph, pw, g.Cg, g.N * ph.count * pw.count, depth};

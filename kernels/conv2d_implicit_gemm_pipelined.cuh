@@ -127,6 +127,19 @@ struct SimtMath {
         if (m < M && c < cols) out(m, c, acc[i][j]);
       }
   }
+  // The accumulators into the block tile tile[m][col] (rows of Pitch), in
+  // 16-byte stores. A row of kOutPad extra elements puts the rows 4 lanes
+  // apart 16 banks apart, so each 8-lane wavefront fills 8 distinct
+  // 16-byte bank groups.
+  static constexpr int kOutPad = dev::kVec16<T>;
+  template <int Pitch>
+  __device__ __forceinline__ void stage_outputs(T* tile, const Acc& acc) const {
+    constexpr int V = dev::kVec16<T>;
+    CK_UNROLL
+    for (int i = 0; i < Cfg::ThreadTile::kM; ++i)
+      CK_UNROLL
+      for (int g = 0; g < Cfg::ThreadTile::kN / V; ++g) dev::store16(tile + o.row(i) * Pitch + o.col(g * V), acc[i] + g * V);
+  }
 };
 
 template <TensorCorePrecision P, class Cfg>
@@ -180,6 +193,23 @@ struct MmaMath {
           const int m = m0 + wm + i * 16 + dev::mma_c_row(lane, e), c = n0 + wn + j * 8 + dev::mma_c_col(lane, e);
           if (m < M && c < cols) out(m, c, acc[i][j][e]);
         }
+  }
+  // The accumulators into the block tile tile[m][col] (rows of Pitch): each
+  // lane's pairs (e = 0, 1 and 2, 3 sit side by side) in 8-byte stores. Rows
+  // 8 banks apart (Pitch = 8 mod 32) give a half warp's 4 rows of 4 pairs 16
+  // distinct bank pairs.
+  static constexpr int kOutPad = 8;
+  template <int Pitch>
+  __device__ __forceinline__ void stage_outputs(float* tile, const Acc& acc) const {
+    static_assert(Pitch % 32 == 8, "rows 8 banks apart");
+    CK_UNROLL
+    for (int i = 0; i < kMmaM; ++i)
+      CK_UNROLL
+      for (int j = 0; j < kMmaN; ++j)
+        CK_UNROLL
+        for (int h = 0; h < 2; ++h)
+          dev::store8(tile + (wm + i * 16 + dev::mma_c_row(lane, 2 * h)) * Pitch + wn + j * 8 + dev::mma_c_col(lane, 0),
+                      acc[i][j] + 2 * h);
   }
 };
 
@@ -246,13 +276,18 @@ struct MmaTag {
   using Math = MmaMath<P, Cfg>;
 };
 
-// The stage buffers of a tile: kStages of As[kTileK][BM + pad] and
-// Bs[kTileK][BN + pad], k-major, with the Math's depth and padding.
+// The shared memory of a tile: kStages of As[kTileK][BM + pad] and
+// Bs[kTileK][BN + pad], k-major, with the Math's depth and padding, and
+// after the last stage is consumed, the output tile Out[BM][BN + out pad]
+// over the same bytes (kShared elements in all; Bs after As).
 template <typename T, class Cfg, class Math>
 struct StageArrays {
   static constexpr int kRowA = Cfg::BlockTile::kM + Math::kPad, kRowB = Cfg::BlockTile::kN + Math::kPad;
   static constexpr int kStageA = Math::kTileK * kRowA, kStageB = Math::kTileK * kRowB;
   static constexpr int kA = kStages * kStageA, kB = kStages * kStageB;
+  static constexpr int kOutPitch = Cfg::BlockTile::kN + Math::kOutPad, kOut = Cfg::BlockTile::kM * kOutPitch;
+  static constexpr int kShared = kA + kB > kOut ? kA + kB : kOut;
+  static_assert(kA * sizeof(T) % 128 == 0, "Bs starts on the banks' period, as its own array would");
 };
 
 // The pipeline both kernels share: prologue, one barrier per K-step, the
@@ -280,11 +315,26 @@ __device__ __forceinline__ void run_pipeline(int k_steps, T* As, T* Bs, const Ma
   dev::cp_async_wait<0>();  // only empty groups are left
 }
 
-// The tile's results, through the problem's store (slice: the split-K slice).
-template <class Math, class Problem>
+// The tile's results, through the problem's store (slice: the split-K
+// slice), by way of the output tile in shared memory: a warp's accumulators
+// span 8 to 16 rows of the product, and stored from there each request
+// touched 16 to 32 sectors; read back row by row, a warp stores 32
+// consecutive columns of one row (an output channel's consecutive positions
+// in forward, a filter's consecutive taps in backward-weights). Called by
+// every thread of the block, live or not (non-live accumulators are zeros
+// that no store reads).
+template <typename T, class Cfg, class Math, class Problem>
 __device__ __forceinline__ void store_tile(const Problem& pb, int grp, int m0, int n0, int slice, const Math& math,
-                                           const typename Math::Acc& acc) {
-  math.each_output(m0, n0, pb.M, pb.cols, acc, [&](int m, int c, auto v) { pb.store(grp, m, c, slice, v); });
+                                           const typename Math::Acc& acc, T* out) {
+  using Arrays = StageArrays<T, Cfg, Math>;
+  constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN;
+  __syncthreads();  // every warp is done with the stages the output tile reuses
+  math.template stage_outputs<Arrays::kOutPitch>(out, acc);
+  __syncthreads();
+  for (int i = static_cast<int>(threadIdx.x); i < BM * BN; i += kThreads) {
+    const int r = i / BN, c = i % BN;
+    if (m0 + r < pb.M && n0 + c < pb.cols) pb.store(grp, m0 + r, n0 + c, slice, out[r * Arrays::kOutPitch + c]);
+  }
 }
 
 // Forward and backward-data. blockIdx.x = m tile * n_tiles + column tile,
@@ -295,10 +345,9 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_co
                                                                                      int n_tiles) {
   constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN, kTileK = Math::kTileK;
   using Arrays = StageArrays<T, Cfg, Math>;
-  __shared__ __align__(16) SharedArray<T[Arrays::kA]> As;
-  __shared__ __align__(16) SharedArray<T[Arrays::kB]> Bs;
-  T* const a_stages = As;
-  T* const b_stages = Bs;
+  __shared__ __align__(16) SharedArray<T[Arrays::kShared]> smem;
+  T* const a_stages = smem;
+  T* const b_stages = a_stages + Arrays::kA;
   const PatchShape& ps = op.ps;
   const int tid = threadIdx.x, grp = blockIdx.y;
   const int m0 = static_cast<int>(blockIdx.x) / n_tiles * BM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BN;
@@ -350,7 +399,7 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_co
   };
   typename Math::Acc acc = {};
   run_pipeline<T, Cfg>((pb.depth + kTileK - 1) / kTileK, a_stages, b_stages, math, live, copy_step, acc);
-  if (live) store_tile(pb, grp, m0, n0, 0, math, acc);
+  store_tile<T, Cfg>(pb, grp, m0, n0, 0, math, acc, a_stages);
 }
 
 // Backward-weights. blockIdx.x = m tile * n_tiles + column tile, blockIdx.y
@@ -361,10 +410,9 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_po
                                                                                        int n_tiles, int slice_len) {
   constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN, kTileK = Math::kTileK;
   using Arrays = StageArrays<T, Cfg, Math>;
-  __shared__ __align__(16) SharedArray<T[Arrays::kA]> As;
-  __shared__ __align__(16) SharedArray<T[Arrays::kB]> Bs;
-  T* const a_stages = As;
-  T* const b_stages = Bs;
+  __shared__ __align__(16) SharedArray<T[Arrays::kShared]> smem;
+  T* const a_stages = smem;
+  T* const b_stages = a_stages + Arrays::kA;
   const PatchShape& ps = op.ps;
   const int tid = threadIdx.x, grp = blockIdx.y;
   const int m0 = static_cast<int>(blockIdx.x) / n_tiles * BM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BN;
@@ -420,7 +468,7 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_v5_po
   typename Math::Acc acc = {};
   const int k_steps = k_end > k_begin ? (k_end - k_begin + kTileK - 1) / kTileK : 0;
   run_pipeline<T, Cfg>(k_steps, a_stages, b_stages, math, live, copy_step, acc);
-  if (live) store_tile(pb, grp, m0, n0, static_cast<int>(blockIdx.z), math, acc);
+  store_tile<T, Cfg>(pb, grp, m0, n0, static_cast<int>(blockIdx.z), math, acc, a_stages);
 }
 
 }  // namespace convkit::CK_GPU_NS::pipelined

@@ -1,12 +1,12 @@
 #pragma once
 // 16-byte loads and stores of float (4) or double (2) elements, for kernels
 // whose performance depends on moving 16 bytes per lane in one instruction,
-// and the 8-byte load of two floats (load8). Under nvcc they are float4 /
-// double2 / float2 accesses. Under sim they go through a
+// and the 8-byte load and store of two floats (load8, store8). Under nvcc
+// they are float4 / double2 / float2 accesses. Under sim they go through a
 // GCC vector type, which g++ moves as one 16-byte access where it splits a
 // float4 struct into four 4-byte ones; the sim profile then counts the
 // request nvcc would issue (docs/sim.md, B/lane). The pointer must be 16-byte
-// aligned.
+// aligned (8-byte for the float pairs).
 #include <cstdint>
 
 #include "convkit/sim/cuda_compat.h"
@@ -43,6 +43,12 @@ __device__ __forceinline__ void load8(const float* p, float* r) {
   r[0] = v[0], r[1] = v[1];
 }
 
+__device__ __forceinline__ void store8(float* p, const float* r) {
+  vector_detail::Float2 v;
+  v[0] = r[0], v[1] = r[1];
+  *reinterpret_cast<vector_detail::Float2*>(p) = v;
+}
+
 template <typename T>
 __device__ __forceinline__ void load16(const T* p, T* r) {
   const auto v = *reinterpret_cast<const vector_detail::Vec16<T>*>(p);
@@ -58,6 +64,9 @@ __device__ __forceinline__ void store16(T* p, const T* r) {
 __device__ __forceinline__ void load8(const float* p, float* r) {
   const float2 v = *reinterpret_cast<const float2*>(p);
   r[0] = v.x, r[1] = v.y;
+}
+__device__ __forceinline__ void store8(float* p, const float* r) {
+  *reinterpret_cast<float2*>(p) = make_float2(r[0], r[1]);
 }
 __device__ __forceinline__ void load16(const float* p, float* r) {
   const float4 v = *reinterpret_cast<const float4*>(p);
