@@ -106,11 +106,16 @@ def versions_summary(data):
     return out
 
 
-def conv_summary(path):
-    """Per layer and pass: each algorithm's time, cuDNN's, and the ratio to it."""
+def conv_summary(path, section=None):
+    """Per layer and pass: each algorithm's time, cuDNN's, and the ratio to it
+    (of bench_conv.json's section `section` when given: "tf32")."""
     if not path.exists():
         return None
     data = json.loads(path.read_text())
+    if section is not None:
+        if section not in data:
+            return None
+        data = data[section]
     table = defaultdict(dict)  # (set, layer, device, pass) -> algo -> ms
     skipped = []
     for parts, b in conv_rows(data):
@@ -250,6 +255,25 @@ def versions_markdown(tables, sim):
     return lines
 
 
+def conv_markdown(c, precision, file):
+    lines = ["", f"## Convolution passes{precision} (ms; ratio = best convkit / cuDNN)", ""]
+    if c is None:
+        return lines + [f"no {file}"]
+    lines += ["| set | layer | pass | best convkit | ms | cuDNN ms | ratio |",
+              "| --- | --- | --- | --- | ---: | ---: | ---: |"]
+    for r in c["rows"]:
+        lines.append(f"| {r['set']} | {r['layer']} | {r['pass']} | {r['best'] or '-'} | "
+                     f"{fmt(r['best_ms'], '{:.3f}')} | {fmt(r['cudnn_ms'], '{:.3f}')} | "
+                     f"{fmt(r['best_over_cudnn'], '{:.2f}x')} |")
+    ratios = [r["best_over_cudnn"] for r in c["rows"] if r["best_over_cudnn"]]
+    if ratios:
+        lines.append(f"\n{sum(x <= 1.25 for x in ratios)} of {len(ratios)} passes within 1.25x of cuDNN's best.")
+    if c["skipped"]:
+        lines.append(f"\n{len(c['skipped'])} benchmarks skipped themselves (unsupported or failed check); "
+                     f"{file} names each with its reason.")
+    return lines
+
+
 def markdown(s):
     env = s["env"]
     lines = [f"# gpu-check ({env.get('mode', '?')}{', quick' if env.get('quick') == '1' else ''})", ""]
@@ -266,19 +290,9 @@ def markdown(s):
     for name in (t or {}).get("failures", []):
         lines.append(f"- FAILED {name}")
     c = s["conv"]
-    lines += ["", "## Convolution passes (ms; ratio = best convkit / cuDNN)", ""]
-    if c is None:
-        lines.append("no bench_conv.json")
-    else:
-        lines += ["| set | layer | pass | best convkit | ms | cuDNN ms | ratio |",
-                  "| --- | --- | --- | --- | ---: | ---: | ---: |"]
-        for r in c["rows"]:
-            lines.append(f"| {r['set']} | {r['layer']} | {r['pass']} | {r['best'] or '-'} | "
-                         f"{fmt(r['best_ms'], '{:.3f}')} | {fmt(r['cudnn_ms'], '{:.3f}')} | "
-                         f"{fmt(r['best_over_cudnn'], '{:.2f}x')} |")
-        if c["skipped"]:
-            lines.append(f"\n{len(c['skipped'])} benchmarks skipped themselves (unsupported or failed check); "
-                         "bench_conv.json names each with its reason.")
+    lines += conv_markdown(c, "", "bench_conv.json")
+    lines += conv_markdown(s.get("conv_tf32"), " with TF32 allowed, convkit's and cuDNN's",
+                           "bench_conv.json's tf32 section")
     lines += versions_markdown((c or {}).get("versions"), env.get("mode") == "sim")
     lines += gemm_markdown(s.get("gemm"), env.get("mode") == "sim")
     tr = s["train"]
@@ -310,6 +324,7 @@ def main():
         "steps": read_tsv(out / "steps.tsv"),
         "tests": tests_summary(out / "ctest.xml"),
         "conv": conv_summary(out / "bench_conv.json"),
+        "conv_tf32": conv_summary(out / "bench_conv.json", "tf32"),
         "gemm": gemm_summary(out / "bench_gemm.json"),
         "train": train_summary(out / "train.jsonl"),
     }
