@@ -152,6 +152,7 @@ const VersionRow kTensorCoreVersions[] = {
     {2, "v2_block_tiled", "tensor-core v2, 64x64 block, 4 warps of 32x32, staged double buffer"},
     {3, "v3_wide_tiles", "tensor-core v3, 128x128 block, 8 warps of 64x32, 16-word stages, 16-byte staging"},
     {4, "v4_async_pipeline", "tensor-core v4, 128x128 block, 4 warps of 64x64, 3-stage cp.async pipeline"},
+    {5, "v5_rounded_stages", "tensor-core v5, v4 with tf32 stages rounded as they land and whole-chunk copies"},
 };
 
 }  // namespace

@@ -506,11 +506,20 @@ struct V4Stage {
 
   __device__ __forceinline__ static int offset(int x, int k) { return XContig ? k * kPitch + x : x * kPitch + k; }
 
-  // Fragment word kw of row x, converted as it is read.
+  // Fragment word kw of row x, converted as it is read; v5's tf32 stages
+  // are rounded when they land (Rounded), and their words are read as they are.
+  template <bool Rounded>
   __device__ __forceinline__ static std::uint32_t word(const float* s, int x, int kw) {
-    return dev::stage_word<P, XContig, kPitch>(s, x, kw);
+    if constexpr (Rounded && kTf32) return __float_as_uint(s[offset(x, kw)]);
+    else return dev::stage_word<P, XContig, kPitch>(s, x, kw);
   }
 };
+
+// How a copier issues its 16-byte chunks: four 4-byte copies (operands not
+// 16-byte aligned), one 16-byte copy of src_bytes (v4), or one 16-byte copy
+// that is whole or zeros (v5, where every chunk lies wholly inside or wholly
+// outside the operand: aligned, with M, N and K multiples of 4).
+enum class ChunkCopy { four_bytes, sized, whole };
 
 // A thread's share of the copies of X (op(A): x = m; op(B): x = n): kChunks
 // 16-byte chunks per stage, lanes along the contiguous direction so that a
@@ -520,7 +529,7 @@ struct V4Stage {
 // leading dimension stays in the kernel's parameters and the place in the
 // tile is recomputed from threadIdx, leaving the registers to v4's 128
 // accumulators and 32 fragment words.
-template <TensorCorePrecision P, bool XContig, bool Vec>
+template <TensorCorePrecision P, bool XContig, ChunkCopy Mode>
 struct V4Copier {
   using Stage = V4Stage<P, XContig>;
   static constexpr int kRowStepX = XContig ? 0 : v4::kThreads / (v4::kStageK / 4);  // 16
@@ -562,7 +571,9 @@ struct V4Copier {
       float* dst = stage + Stage::offset(x() + r * kRowStepX, k() + r * kRowStepK);
       const float* from = src + r * (XContig ? kRowStepK * ld : kRowStepX * ld);
       const int n = inside(r, k_room);
-      if constexpr (Vec) {
+      if constexpr (Mode == ChunkCopy::whole) {
+        dev::cp_async16_or_zeros(dst, n > 0 ? from : any, n > 0);
+      } else if constexpr (Mode == ChunkCopy::sized) {
         dev::cp_async<16>(dst, n > 0 ? from : any, 4 * n);
       } else {
         CK_UNROLL
@@ -570,6 +581,20 @@ struct V4Copier {
       }
     }
     src += XContig ? v4::kStageK * ld : v4::kStageK;
+  }
+
+  // v5, tf32: rounds this thread's chunks of a landed stage in place (the
+  // chunks copy() wrote there; zero-filled ones stay zeros).
+  __device__ __forceinline__ static void round_tf32(float* stage) {
+    CK_UNROLL
+    for (int r = 0; r < v4::kChunks; ++r) {
+      float* at = stage + Stage::offset(x() + r * kRowStepX, k() + r * kRowStepK);
+      float v[4];
+      dev::load16(at, v);
+      CK_UNROLL
+      for (int e = 0; e < 4; ++e) v[e] = __uint_as_float(dev::cvt_rna_tf32(v[e]));
+      dev::store16(at, v);
+    }
   }
 };
 
@@ -589,8 +614,40 @@ std::size_t v4_largest_shared_bytes(bool trans_a, bool trans_b) {
   return bytes;
 }
 
-template <TensorCorePrecision P, bool TA, bool TB, bool Vec>
-__global__ void __launch_bounds__(v4::kThreads, 2) gemm_tc_v4_async_pipeline(TcOperands p) {
+// v5, v4 with two costs of its main loop moved. Nsight Compute on the H200
+// (docs/results/nvidia-h200-2026-11-28, run 2) found v4 at 6.8 instructions
+// per tf32 mma, 2 warps per scheduler issuing 0.42 per cycle, stalled on
+// fixed-latency dependencies; its SASS (nvcc 13.0, sm_90) shows where the
+// instructions go, per mma: the mma, its fragment load, 2 for the rounding
+// (cvt.rna.tf32 becomes FSETP and IMAD on sm_90), between the load and the
+// mma, and 2.3 for the copies (about 14 per 16-byte chunk, 6 of them ptxas's
+// adjustment of the source address for src_bytes).
+//   Round once (tf32): as a stage lands, each thread rounds the chunks it
+//     copied, in place (16-byte loads and stores), before the barrier that
+//     publishes the stage; fragment reads are plain loads. Two warps read
+//     every word, so half the roundings go, and none sits between a fragment
+//     load and its mma. bf16 keeps v4's packing at the read: packed in place
+//     its words would be read 2-way conflicted (a word at every other float),
+//     and a packed copy does not fit beside two blocks' stages.
+//   Whole copies: where every chunk lies wholly inside or wholly outside the
+//     operand (aligned operands, M, N and K multiples of 4), a chunk is
+//     cp.async with the ignore-src predicate, which needs no address
+//     adjustment; elsewhere v4's copies.
+// The rounding is v1's (cvt.rna), in the same order: v5 computes what v1
+// computes, bit for bit under sim. What the SASS shows (nvcc 13.0, sm_90,
+// tf32, A and B row-major, whole copies), per stage of 128 mma per warp: the
+// inner loop is 138 instructions per 64 mma (v4: 267), fragment loads
+// feeding the mma directly; the copies and the rounding take 441 (v4's
+// copies 318), because a rounding in place costs 3 instructions per element
+// (FSETP, IMAD, LOP3) where the one at a fragment read costs 2 (the mma
+// ignores the low bits, so no mask). In all 5.6 instructions per mma against
+// 6.7. Predicted, not measured: 1.1-1.3x v4 in tf32, more of it from the
+// dependent chain gone from the inner loop than from the count; in bf16 the
+// copies alone, a few percent.
+//
+// v4's and v5's kernel (v5: RoundOnce, and whole-chunk copies where Mode says).
+template <TensorCorePrecision P, bool TA, bool TB, ChunkCopy Mode, bool RoundOnce>
+__device__ __forceinline__ void async_pipeline(const TcOperands& p) {
   using namespace v4;
   constexpr bool AX = TA, BX = !TB;  // x-contiguous: op(A) stored along m, op(B) along n
   using SA = V4Stage<P, AX>;
@@ -607,8 +664,8 @@ __global__ void __launch_bounds__(v4::kThreads, 2) gemm_tc_v4_async_pipeline(TcO
   for (std::int64_t b = blockIdx.y; b < p.batch; b += gridDim.y) {
     const float* a = p.a + b * p.stride_a;
     const float* bm = p.b + b * p.stride_b;
-    V4Copier<P, AX, Vec> a_copy(a, p.lda, m0, p.M);
-    V4Copier<P, BX, Vec> b_copy(bm, p.ldb, n0, p.N);
+    V4Copier<P, AX, Mode> a_copy(a, p.lda, m0, p.M);
+    V4Copier<P, BX, Mode> b_copy(bm, p.ldb, n0, p.N);
     CK_UNROLL
     for (int s = 0; s < kStages - 1; ++s) {
       if (s < stages) {
@@ -620,7 +677,11 @@ __global__ void __launch_bounds__(v4::kThreads, 2) gemm_tc_v4_async_pipeline(TcO
     float acc[kMmaM][kMmaN][4] = {};
     for (std::int64_t t = 0; t < stages; ++t) {
       dev::cp_async_wait<kStages - 2>();  // stage t has landed (for this thread)
-      __syncthreads();                    // ... for all, and stage t - 1 is consumed
+      if constexpr (RoundOnce && P == TensorCorePrecision::tf32) {
+        V4Copier<P, AX, Mode>::round_tf32(a_stages + t % kStages * SA::kFloats);
+        V4Copier<P, BX, Mode>::round_tf32(b_stages + t % kStages * SB::kFloats);
+      }
+      __syncthreads();  // ... for all, and stage t - 1 is consumed
       const std::int64_t next = t + kStages - 1;
       if (next < stages) {
         a_copy.copy(a_stages + next % kStages * SA::kFloats, a, p.lda, next * kStageK, p.K);
@@ -639,11 +700,11 @@ __global__ void __launch_bounds__(v4::kThreads, 2) gemm_tc_v4_async_pipeline(TcO
         CK_UNROLL
         for (int i = 0; i < kMmaM; ++i)
           CK_UNROLL
-          for (int r = 0; r < 4; ++r) af[i][r] = SA::word(as, wm + i * 16 + group + (r & 1) * 8, kw + tig + (r >> 1) * 4);
+          for (int r = 0; r < 4; ++r) af[i][r] = SA::template word<RoundOnce>(as, wm + i * 16 + group + (r & 1) * 8, kw + tig + (r >> 1) * 4);
         CK_UNROLL
         for (int j = 0; j < kMmaN; ++j)
           CK_UNROLL
-          for (int r = 0; r < 2; ++r) bf[j][r] = SB::word(bs, wn + j * 8 + group, kw + tig + r * 4);
+          for (int r = 0; r < 2; ++r) bf[j][r] = SB::template word<RoundOnce>(bs, wn + j * 8 + group, kw + tig + r * 4);
         CK_UNROLL
         for (int i = 0; i < kMmaM; ++i)
           CK_UNROLL
@@ -660,12 +721,22 @@ __global__ void __launch_bounds__(v4::kThreads, 2) gemm_tc_v4_async_pipeline(TcO
   }
 }
 
+template <TensorCorePrecision P, bool TA, bool TB, ChunkCopy Mode>
+__global__ void __launch_bounds__(v4::kThreads, 2) gemm_tc_v4_async_pipeline(TcOperands p) {
+  async_pipeline<P, TA, TB, Mode, false>(p);
+}
+
+template <TensorCorePrecision P, bool TA, bool TB, ChunkCopy Mode>
+__global__ void __launch_bounds__(v4::kThreads, 2) gemm_tc_v5_rounded_stages(TcOperands p) {
+  async_pipeline<P, TA, TB, Mode, true>(p);
+}
+
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 constexpr std::int64_t kMaxGridY = 65535;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
-constexpr int kVersions = 4;
-constexpr int kWideTilesVersion = 3, kAsyncPipelineVersion = 4;
+constexpr int kVersions = 5;
+constexpr int kWideTilesVersion = 3, kAsyncPipelineVersion = 4, kRoundedStagesVersion = 5;
 
 std::int64_t tile_m(int version) { return version == 1 ? kV1TileM : version == 2 ? v2::kTile : v3::kTile; }
 std::int64_t tile_n(int version) { return version == 1 ? kV1TileN : version == 2 ? v2::kTile : v3::kTile; }
@@ -682,6 +753,8 @@ void launch_with(const GemmArgs& g, int version) {
   // Whether every 16-byte chunk of both operands starts 16-byte aligned (v3, v4).
   const bool vec = dev::aligned16(g.a) && dev::aligned16(g.b) && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
                    g.stride_a % 4 == 0 && g.stride_b % 4 == 0;
+  // Whether every chunk is whole or wholly outside (v5).
+  const bool whole = vec && g.M % 4 == 0 && g.N % 4 == 0 && g.K % 4 == 0;
   with_transposes(g.trans_a, g.trans_b, [&](auto ta, auto tb) {
     constexpr bool TA = decltype(ta)::value, TB = decltype(tb)::value;
     if (version == 1) {
@@ -696,8 +769,16 @@ void launch_with(const GemmArgs& g, int version) {
         allow_dynamic_shared(kernel, bytes);
         launch(kernel, grid, dim3(v4::kThreads), bytes, nullptr, ops);
       };
-      if (vec) run(gemm_tc_v4_async_pipeline<P, TA, TB, true>);
-      else run(gemm_tc_v4_async_pipeline<P, TA, TB, false>);
+      if (version == kAsyncPipelineVersion) {
+        if (vec) run(gemm_tc_v4_async_pipeline<P, TA, TB, ChunkCopy::sized>);
+        else run(gemm_tc_v4_async_pipeline<P, TA, TB, ChunkCopy::four_bytes>);
+      } else if (whole) {
+        run(gemm_tc_v5_rounded_stages<P, TA, TB, ChunkCopy::whole>);
+      } else if (vec) {
+        run(gemm_tc_v5_rounded_stages<P, TA, TB, ChunkCopy::sized>);
+      } else {
+        run(gemm_tc_v5_rounded_stages<P, TA, TB, ChunkCopy::four_bytes>);
+      }
     }
   });
 }
@@ -716,7 +797,9 @@ void register_gemm_tensor_core_family() {
          "v3 wide tiles: 128x128 block tile, 8 warps of 64x32, 16-word stages, 16-byte staging loads, "
          "each operand in its global orientation (32 flop/B)\n"
          "v4 async pipeline: 128x128 block tile, 4 warps of 64x64, a 3-stage cp.async pipeline of 32-element k "
-         "stages, float32 in shared memory converted at the fragment read"});
+         "stages, float32 in shared memory converted at the fragment read\n"
+         "v5 rounded stages: v4 with tf32 stages rounded once as they land (fragment reads without conversion) "
+         "and whole-or-nothing 16-byte copies (the ignore-src predicate) where M, N and K are multiples of 4"});
     return true;
   }();
   (void)registered;
@@ -733,10 +816,10 @@ std::string gemm_tensor_core_cannot_implement(DType dtype, const GemmArgs& g, in
   if (!why.empty() || g.M == 0 || g.N == 0 || g.batch == 0) return why;
   if (ceil_div(g.M, tile_m(version)) * ceil_div(g.N, tile_n(version)) > kMaxGridX)
     return detail::concat("C of ", g.M, " x ", g.N, " has more tiles than a grid holds (", kMaxGridX, ")");
-  if (version == kAsyncPipelineVersion) {
+  if (version >= kAsyncPipelineVersion) {
     const std::size_t bytes = v4_largest_shared_bytes(g.trans_a, g.trans_b), offered = max_dynamic_shared_bytes();
     if (bytes > offered)
-      return detail::concat("version 4 needs ", bytes, " bytes of shared memory per block; this device offers ",
+      return detail::concat("version ", version, " needs ", bytes, " bytes of shared memory per block; this device offers ",
                             offered, " (sm_86 and sm_89 offer 99 KB: take version 2 or 3 there)");
   }
   return {};

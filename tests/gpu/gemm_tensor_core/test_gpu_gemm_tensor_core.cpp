@@ -131,7 +131,7 @@ TEST(GpuGemmTensorCore, SmallCasesWithinTheRoundingBoundEveryVersion) {
   for (const Case& c : small_cases()) {
     const Result v1 = run(c, 1);
     expect_close(c, v1);
-    for (int version = 2; version <= 4; ++version) {
+    for (int version = 2; version <= 5; ++version) {
       const Result r = run(c, version);
       expect_close(c, r);
 #if !defined(__CUDACC__)
@@ -159,7 +159,7 @@ TEST(GpuGemmTensorCore, WideStagingAndAsyncCopiesAgreeWithV1) {
         c.precision = p, c.M = s[0], c.N = s[1], c.K = s[2], c.batch = s[3], c.broadcast_b = s[3] > 1, c.pad = s[4];
         c.trans_a = t & 1, c.trans_b = t & 2, c.beta = 0.5;
         const Result v1 = run(c, 1, 11);
-        for (int version : {3, 4}) {
+        for (int version : {3, 4, 5}) {
           const Result r = run(c, version, 11);
           expect_close(c, r);
 #if !defined(__CUDACC__)
@@ -174,7 +174,7 @@ TEST(GpuGemmTensorCore, LargerProductSmallRelativeError) {
   for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16}) {
     Case c;
     c.precision = p, c.M = 128, c.N = 96, c.K = 256;
-    for (int version : {2, 3, 4}) {
+    for (int version : {2, 3, 4, 5}) {
       const Result r = run(c, version, 7);
       expect_close(c, r);
       double worst = 0, norm = 0;
@@ -190,7 +190,7 @@ TEST(GpuGemmTensorCore, LargerProductSmallRelativeError) {
 // 1 + 2^-20 is not a tf32 (nor bf16) number: the product shows that the
 // operands were rounded, i.e. that the tensor-core path ran.
 TEST(GpuGemmTensorCore, OperandsAreRounded) {
-  for (int version : {1, 2, 3, 4})
+  for (int version : {1, 2, 3, 4, 5})
     for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16}) {
       const Tensor a = from_vector(std::vector<float>{1.0f + 0x1p-20f}, {1}, kernel_options(DType::float32));
       const Tensor b = from_vector(std::vector<float>{3.0f}, {1}, kernel_options(DType::float32));
@@ -248,7 +248,7 @@ TEST(GpuGemmTensorCore, RefusesBadInputWithAReason) {
   g.M = g.N = g.K = 4;
   g.lda = g.ldb = g.ldc = 4;
   EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float64, g, 2).find("float32"), std::string::npos);
-  EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 5).find("versions 1..4"),
+  EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 6).find("versions 1..5"),
             std::string::npos);
   EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 2).find("null"), std::string::npos);
   try {
@@ -310,13 +310,16 @@ TEST(GpuGemmTensorCore, TheSimProfileCountsMmaAndV2FragmentLoadsAreConflictFree)
 // v4's pitches are chosen per precision and orientation (its head): with
 // every transpose pair, in both precisions, its fragment reads and its
 // 16-byte copies' stores are free of bank conflicts, and its copies use
-// every byte of the sectors they fetch.
-TEST(GpuGemmTensorCore, TheSimProfileSeesV4ConflictFreeInEveryLayout) {
+// every byte of the sectors they fetch. v5 keeps the layouts: its whole
+// copies and its rounding's 16-byte loads and stores are conflict-free too.
+TEST(GpuGemmTensorCore, TheSimProfileSeesV4AndV5ConflictFreeInEveryLayout) {
   if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  for (int version : {4, 5})
   for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16})
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
-      const std::string what = detail::concat(kernels::precision_name(p), ta ? " At" : "", tb ? " Bt" : "");
+      const std::string what =
+          detail::concat("v", version, " ", kernels::precision_name(p), ta ? " At" : "", tb ? " Bt" : "");
       const convkit::sim::ScopedProfile profile;
       constexpr std::int64_t n = 128, k = 64;
       Tensor a = Tensor::empty({n * k}, kernel_options(DType::float32)).fill_(1);
@@ -326,7 +329,7 @@ TEST(GpuGemmTensorCore, TheSimProfileSeesV4ConflictFreeInEveryLayout) {
       g.M = g.N = n, g.K = k, g.trans_a = ta, g.trans_b = tb;
       g.a = a.data<float>(), g.b = b.data<float>(), g.c = c.data<float>();
       g.lda = ta ? n : k, g.ldb = tb ? k : n, g.ldc = n;
-      kernels::launch_gemm_tensor_core(p, DType::float32, g, 4);
+      kernels::launch_gemm_tensor_core(p, DType::float32, g, version);
       EXPECT_EQ(c.to_vector<float>()[0], static_cast<float>(k)) << what;
       convkit::sim::KernelProfile v4;
       for (const convkit::sim::KernelProfile& kp : convkit::sim::take_profile()) v4 += kp;
