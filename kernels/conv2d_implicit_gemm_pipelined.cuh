@@ -138,7 +138,8 @@ struct SimtMath {
     CK_UNROLL
     for (int i = 0; i < Cfg::ThreadTile::kM; ++i)
       CK_UNROLL
-      for (int g = 0; g < Cfg::ThreadTile::kN / V; ++g) dev::store16(tile + o.row(i) * Pitch + o.col(g * V), acc[i] + g * V);
+      for (int g = 0; g < Cfg::ThreadTile::kN / V; ++g)
+        dev::store16(tile + o.row(i) * Pitch + o.col(g * V), acc[i] + g * V);
   }
 };
 

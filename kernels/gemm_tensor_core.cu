@@ -700,7 +700,8 @@ __device__ __forceinline__ void async_pipeline(const TcOperands& p) {
         CK_UNROLL
         for (int i = 0; i < kMmaM; ++i)
           CK_UNROLL
-          for (int r = 0; r < 4; ++r) af[i][r] = SA::template word<RoundOnce>(as, wm + i * 16 + group + (r & 1) * 8, kw + tig + (r >> 1) * 4);
+          for (int r = 0; r < 4; ++r)
+            af[i][r] = SA::template word<RoundOnce>(as, wm + i * 16 + group + (r & 1) * 8, kw + tig + (r >> 1) * 4);
         CK_UNROLL
         for (int j = 0; j < kMmaN; ++j)
           CK_UNROLL
@@ -737,6 +738,7 @@ constexpr std::int64_t kMaxGridY = 65535;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 constexpr int kVersions = 5;
 constexpr int kWideTilesVersion = 3, kAsyncPipelineVersion = 4, kRoundedStagesVersion = 5;
+static_assert(kRoundedStagesVersion == kVersions, "launch_with's last branch runs the last version");
 
 std::int64_t tile_m(int version) { return version == 1 ? kV1TileM : version == 2 ? v2::kTile : v3::kTile; }
 std::int64_t tile_n(int version) { return version == 1 ? kV1TileN : version == 2 ? v2::kTile : v3::kTile; }
@@ -819,8 +821,9 @@ std::string gemm_tensor_core_cannot_implement(DType dtype, const GemmArgs& g, in
   if (version >= kAsyncPipelineVersion) {
     const std::size_t bytes = v4_largest_shared_bytes(g.trans_a, g.trans_b), offered = max_dynamic_shared_bytes();
     if (bytes > offered)
-      return detail::concat("version ", version, " needs ", bytes, " bytes of shared memory per block; this device offers ",
-                            offered, " (sm_86 and sm_89 offer 99 KB: take version 2 or 3 there)");
+      return detail::concat("version ", version, " needs ", bytes,
+                            " bytes of shared memory per block; this device offers ", offered,
+                            " (sm_86 and sm_89 offer 99 KB: take version 2 or 3 there)");
   }
   return {};
 }
