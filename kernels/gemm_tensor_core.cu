@@ -641,9 +641,11 @@ std::size_t v4_largest_shared_bytes(bool trans_a, bool trans_b) {
 // copies 318), because a rounding in place costs 3 instructions per element
 // (FSETP, IMAD, LOP3) where the one at a fragment read costs 2 (the mma
 // ignores the low bits, so no mask). In all 5.6 instructions per mma against
-// 6.7. Predicted, not measured: 1.1-1.3x v4 in tf32, more of it from the
-// dependent chain gone from the inner loop than from the count; in bf16 the
-// copies alone, a few percent.
+// 6.7. Predicted: 1.1-1.3x v4 in tf32, a few percent in bf16. Measured on
+// the H200 (docs/results/nvidia-h200-2026-11-28, run 3): 0.91x v4 in tf32 at
+// n = 4096, 1.02-1.06x in bf16. The roundings sit between a stage's landing
+// and the barrier that every warp waits at, where v4's are spread among the
+// mma: fewer instructions, longer waits. v4 stays the default.
 //
 // v4's and v5's kernel (v5: RoundOnce, and whole-chunk copies where Mode says).
 template <TensorCorePrecision P, bool TA, bool TB, ChunkCopy Mode, bool RoundOnce>

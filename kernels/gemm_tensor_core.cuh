@@ -9,7 +9,7 @@
 // it (allow_tf32), and it has float32 only. Keeping it apart keeps
 // CONVKIT_KERNEL_GEMM=<v> meaning "this strict-precision kernel".
 //
-// The family "gemm_tensor_core" has four versions:
+// The family "gemm_tensor_core" has five versions:
 //   1 one warp per 16x8 tile of C, fragments straight from global memory
 //   2 64x64 block tile, 4 warps of 32x32, shared-memory staging with a
 //     register-staged double buffer
@@ -17,6 +17,8 @@
 //   4 128x128 block tile, 4 warps of 64x64, a 3-stage cp.async pipeline (the
 //     default: on the H200 it ran n = 1024-4096 1.3-3.4x faster than v2, and
 //     n = 256-512 at 0.92-1.08x v2's speed; docs/results/nvidia-h200-2026-11-28)
+//   5 v4 with tf32 stages rounded once as they land and whole-or-nothing
+//     copies: 0.91x v4 in tf32, 1.02-1.06x in bf16 on the H200
 #include <string>
 
 #include "kernels/gemm.cuh"
