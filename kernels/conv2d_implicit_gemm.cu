@@ -118,6 +118,7 @@
 
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/conv2d_implicit_gemm.cuh"
+#include "kernels/conv2d_implicit_gemm_channels_last.cuh"
 #include "kernels/conv2d_implicit_gemm_pipelined.cuh"
 #include "kernels/conv2d_implicit_gemm_problem.cuh"
 #include "kernels/conv2d_implicit_gemm_staged.cuh"
@@ -417,6 +418,19 @@ void check_call(const char* op, DType dtype, const Conv2dDesc& d, int version,
   for (const void* p : required) CK_CHECK(p != nullptr, op, ": a required buffer is null; descriptor ", d.str());
 }
 
+// A backward-data stride phase no tap reaches (a filter narrower than the
+// stride: three of the four phases of a 1x1 layer at stride 2) is all zeros:
+// dx is filled once, coalesced, and no product runs for it, where a product
+// of depth 0 would write its zeros one phase position at a time.
+void fill_unreached_phases(DType dtype, const Geometry& g, void* dx) {
+  bool unreached = false;
+  for (int a = 0; a < g.sh; ++a)
+    for (int b = 0; b < g.sw; ++b)
+      unreached = unreached || stride_phase(a, g.sh, g.pt, g.dh, g.R, g.H).taps == 0 ||
+                  stride_phase(b, g.sw, g.pl, g.dw, g.S, g.W).taps == 0;
+  if (unreached) launch_fill(dtype, dx, StridedView{}, static_cast<std::int64_t>(g.N) * g.C * g.H * g.W, 0.0);
+}
+
 // Launches version 2 or 3 of problem pb over `groups` groups.
 template <typename T, class Problem>
 void run_problem(const Problem& pb, int groups, int version, Split split = {}) {
@@ -524,17 +538,8 @@ void backward_data_with(DType dtype, const Conv2dDesc& d, const void* dy, const 
     }
     // One product per stride phase: sh * sw launches, each over only the taps
     // that reach its pixels. Version 4's and 5's filter is transposed phase by
-    // phase, each phase's slice after the last. A phase no tap reaches (a
-    // filter narrower than the stride: three of the four phases of a 1x1
-    // layer at stride 2) is all zeros: dx is filled once, coalesced, and no
-    // product runs for it, where a product of depth 0 would write its zeros
-    // one phase position at a time.
-    bool unreached = false;
-    for (int a = 0; a < g.sh; ++a)
-      for (int b = 0; b < g.sw; ++b)
-        unreached = unreached || stride_phase(a, g.sh, g.pt, g.dh, g.R, g.H).taps == 0 ||
-                    stride_phase(b, g.sw, g.pl, g.dw, g.S, g.W).taps == 0;
-    if (unreached) launch_fill(dtype, dx, StridedView{}, static_cast<std::int64_t>(g.N) * g.C * g.H * g.W, 0.0);
+    // phase, each phase's slice after the last.
+    fill_unreached_phases(dtype, g, dx);
     int phase_offset = 0;
     for (int a = 0; a < g.sh; ++a)
       for (int b = 0; b < g.sw; ++b) {
@@ -622,6 +627,110 @@ void with_mma_tag(TensorCorePrecision p, F&& f) {
   else f(pipelined::MmaTag<TensorCorePrecision::bf16>{});
 }
 
+// ---- The tensor-core family's version 4, channels-last
+// (kernels/conv2d_implicit_gemm_channels_last.cuh).
+
+// One group's channels, padded to whole 16-byte vectors.
+int padded4(int channels) { return (channels + 3) / 4 * 4; }
+
+// The copies a pass makes, in elements: the image channels-last and the
+// filter taps-major (none for backward-weights, which runs version 3's).
+struct ChannelsLastCopies {
+  std::int64_t image = 0, filter = 0;
+};
+
+ChannelsLastCopies channels_last_copies(const Conv2dDesc& d, ConvPass pass) {
+  const std::int64_t Cg4 = padded4(static_cast<int>(d.C_per_group())), Kg4 = padded4(static_cast<int>(d.K_per_group()));
+  if (pass == ConvPass::forward) return {d.N * d.H * d.W * d.groups * Cg4, d.K * d.R * d.S * Cg4};
+  if (pass == ConvPass::backward_data) return {d.N * d.P() * d.Q() * d.groups * Kg4, d.C * d.R * d.S * Kg4};
+  return {};
+}
+
+constexpr int kTransposeTile = 32, kTransposeThreads = 256;
+
+// img[n][grp*Cg + c][hw] to out[n][hw][grp][c4] (c4 < Cg4, zeros from Cg on),
+// a 32 x 32 tile (channels by pixels) per block through shared memory, so
+// that both the reads (along hw) and the writes (along c4) are coalesced;
+// rows of 33 keep the transposed reads off a single bank.
+__global__ void __launch_bounds__(kTransposeThreads)
+    to_channels_last_kernel(const float* __restrict__ img, float* __restrict__ out, int groups, int Cg, int Cg4,
+                            int HW, int hw_tiles, int c_tiles) {
+  __shared__ SharedArray<float[kTransposeTile][kTransposeTile + 1]> tile;
+  const int block = static_cast<int>(blockIdx.x);
+  const int hw0 = block % hw_tiles * kTransposeTile, rest = block / hw_tiles;
+  const int c0 = rest % c_tiles * kTransposeTile, n = rest / c_tiles;
+  const int lane = static_cast<int>(threadIdx.x) % 32, row = static_cast<int>(threadIdx.x) / 32;
+  const int C4 = groups * Cg4;
+  for (int i = row; i < kTransposeTile; i += kTransposeThreads / 32) {
+    const int j = c0 + i, hw = hw0 + lane, grp = j / Cg4, c = j - grp * Cg4;
+    tile[i][lane] = j < C4 && hw < HW && c < Cg ? img[((n * groups + grp) * Cg + c) * HW + hw] : 0.0f;
+  }
+  __syncthreads();
+  for (int i = row; i < kTransposeTile; i += kTransposeThreads / 32) {
+    const int hw = hw0 + i, j = c0 + lane;
+    if (hw < HW && j < C4) out[(n * HW + hw) * C4 + j] = tile[lane][i];
+  }
+}
+
+void to_channels_last(const float* img, float* out, int N, int groups, int Cg, int HW) {
+  const int Cg4 = padded4(Cg);
+  const int hw_tiles = static_cast<int>(ceil_div(HW, kTransposeTile));
+  const int c_tiles = static_cast<int>(ceil_div(groups * Cg4, kTransposeTile));
+  launch(to_channels_last_kernel, dim3(static_cast<unsigned>(static_cast<std::int64_t>(N) * c_tiles * hw_tiles)),
+         dim3(kTransposeThreads), 0, nullptr, img, out, groups, Cg, Cg4, HW, hw_tiles, c_tiles);
+}
+
+// Forward's A: wr[row][rs][c4] = w[row][c][rs] (row = grp*Kg + k; zeros
+// from Cg on).
+__global__ void filter_taps_major_kernel(const float* __restrict__ w, float* __restrict__ wr, Geometry g, int Cg4,
+                                         int total) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int row = i / (g.RS * Cg4), t = i - row * g.RS * Cg4, rs = t / Cg4, c = t - rs * Cg4;
+    wr[i] = c < g.Cg ? w[(row * g.Cg + c) * g.RS + rs] : 0.0f;
+  }
+}
+
+// One backward-data phase's A, taps-major: wt[grp*Cg + c][jr][js][kk4] =
+// w[grp*Kg + kk][c][r][s], r and s the jr-th and js-th taps of the phase
+// (zeros from Kg on).
+__global__ void phase_filter_taps_major_kernel(const float* __restrict__ w, float* __restrict__ wt, Geometry g,
+                                               StridePhase ph, StridePhase pw, int Kg4, int total) {
+  const int depth = ph.taps * pw.taps * Kg4;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int row = i / depth, t = i - row * depth, tap = t / Kg4, kk = t - tap * Kg4;
+    const int jr = tap / pw.taps, js = tap - jr * pw.taps, grp = row / g.Cg, c = row - grp * g.Cg;
+    const int r = ph.tap_first + jr * ph.tap_step, s = pw.tap_first + js * pw.tap_step;
+    wt[i] = kk < g.Kg ? w[((grp * g.Kg + kk) * g.Cg + c) * g.RS + r * g.S + s] : 0.0f;
+  }
+}
+
+template <TensorCorePrecision P, class Problem>
+void run_channels_last_in(const Problem& pb, const channels_last::Operands& op, int groups) {
+  with_pipelined_tile(pb.M, pb.cols, groups, 1, [&](auto cfg) {
+    using Cfg = decltype(cfg);
+    const int n_tiles = static_cast<int>(ceil_div(pb.cols, Cfg::BlockTile::kN));
+    const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Cfg::BlockTile::kM) * n_tiles),
+                    static_cast<unsigned>(groups));
+    launch(channels_last::implicit_gemm_tc_v4_channels_last<Cfg, Problem, channels_last::RowMath<P, Cfg>>, grid,
+           dim3(pipelined::kThreads), 0, nullptr, pb, op, n_tiles);
+  });
+}
+template <class Problem>
+void run_channels_last(TensorCorePrecision precision, const Problem& pb, const channels_last::Operands& op,
+                       int groups) {
+  if (pb.M == 0 || pb.cols == 0) return;
+  if (precision == TensorCorePrecision::tf32) run_channels_last_in<TensorCorePrecision::tf32>(pb, op, groups);
+  else run_channels_last_in<TensorCorePrecision::bf16>(pb, op, groups);
+}
+
+void check_channels_last_workspace(const char* op, const Conv2dDesc& d, ConvPass pass, const void* workspace) {
+  const ChannelsLastCopies c = channels_last_copies(d, pass);
+  CK_CHECK(c.image + c.filter == 0 || workspace != nullptr, op, ": needs ", (c.image + c.filter) * 4,
+           " bytes of workspace but workspace is null; descriptor ", d.str());
+  CK_CHECK(aligned16({workspace}), op, ": the workspace must be 16-byte aligned (the copies are read 16 bytes at a "
+           "time); descriptor ", d.str());
+}
+
 }  // namespace
 
 void launch_conv2d_implicit_gemm_forward(DType dtype, const Conv2dDesc& d, const void* x, const void* w,
@@ -660,6 +769,78 @@ void launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(TensorCorePrecis
   with_mma_tag(precision, [&](auto tag) {
     backward_weights_with<decltype(tag)>(DType::float32, d, x, dy, dw, workspace, kImplicitGemmPipelinedVersion);
   });
+}
+
+std::string conv2d_implicit_gemm_channels_last_cannot_implement(const Conv2dDesc& d) {
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data}) {
+    const ChannelsLastCopies c = channels_last_copies(d, pass);
+    if (std::max(c.image, c.filter) > kIndexLimit)
+      return detail::concat("the channels-last copy of ", conv_pass_name(pass), "'s operands has ",
+                            std::max(c.image, c.filter), " elements, past 32-bit indices");
+    const std::int64_t bytes = (c.image + c.filter) * 4;
+    if (bytes > static_cast<std::int64_t>(d.workspace_limit))
+      return detail::concat(conv_pass_name(pass), "'s channels-last copies need ", bytes,
+                            " bytes of workspace, over workspace_limit ", d.workspace_limit);
+  }
+  return {};
+}
+
+std::size_t conv2d_implicit_gemm_channels_last_workspace_bytes(const Conv2dDesc& d, ConvPass pass) {
+  const ChannelsLastCopies c = channels_last_copies(d, pass);
+  return static_cast<std::size_t>(c.image + c.filter) * sizeof(float);
+}
+
+void launch_conv2d_implicit_gemm_channels_last_mma_forward(TensorCorePrecision precision, const Conv2dDesc& d,
+                                                           const void* x, const void* w, const void* b, void* y,
+                                                           void* workspace) {
+  check_channels_last_workspace("conv2d_implicit_gemm_tensor_core v4 forward", d, ConvPass::forward, workspace);
+  const Geometry g = geometry(d);
+  const int Cg4 = padded4(g.Cg), groups = static_cast<int>(d.groups);
+  float* img = static_cast<float*>(workspace);
+  float* wr = img + channels_last_copies(d, ConvPass::forward).image;
+  to_channels_last(static_cast<const float*>(x), img, g.N, groups, g.Cg, g.HW);
+  const int total = g.K * g.RS * Cg4;
+  const LaunchShape shape = grid_stride_shape(total);
+  launch(filter_taps_major_kernel, dim3(shape.blocks), dim3(shape.threads), 0, nullptr, static_cast<const float*>(w),
+         wr, g, Cg4, total);
+  const ForwardProblem<float> pb{g,  static_cast<const float*>(x), static_cast<const float*>(w),
+                                 static_cast<const float*>(b), static_cast<float*>(y), g.Kg, g.N * g.PQ,
+                                 g.RS * Cg4};
+  staged::PatchShape ps = image_patch(g);
+  ps.C = groups * Cg4;
+  ps.Cg = Cg4;
+  run_channels_last(precision, pb, {ps, img, wr, g.RS * Cg4}, groups);
+}
+
+void launch_conv2d_implicit_gemm_channels_last_mma_backward_data(TensorCorePrecision precision, const Conv2dDesc& d,
+                                                                 const void* dy, const void* w, void* dx,
+                                                                 void* workspace) {
+  check_channels_last_workspace("conv2d_implicit_gemm_tensor_core v4 backward-data", d, ConvPass::backward_data,
+                                workspace);
+  const Geometry g = geometry(d);
+  const int Kg4 = padded4(g.Kg), groups = static_cast<int>(d.groups);
+  float* img = static_cast<float*>(workspace);
+  float* wt = img + channels_last_copies(d, ConvPass::backward_data).image;
+  to_channels_last(static_cast<const float*>(dy), img, g.N, groups, g.Kg, g.PQ);
+  fill_unreached_phases(DType::float32, g, dx);
+  for (int a = 0; a < g.sh; ++a)
+    for (int b = 0; b < g.sw; ++b) {
+      const StridePhase ph = stride_phase(a, g.sh, g.pt, g.dh, g.R, g.H);
+      const StridePhase pw = stride_phase(b, g.sw, g.pl, g.dw, g.S, g.W);
+      if (ph.count == 0 || pw.count == 0 || ph.taps == 0 || pw.taps == 0) continue;
+      const int depth = ph.taps * pw.taps * Kg4, total = g.C * depth;
+      const LaunchShape shape = grid_stride_shape(total);
+      launch(phase_filter_taps_major_kernel, dim3(shape.blocks), dim3(shape.threads), 0, nullptr,
+             static_cast<const float*>(w), wt, g, ph, pw, Kg4, total);
+      // Only the problem's sizes and store are read: A and B are the copies.
+      const BackwardDataProblem<float> pb{g,  static_cast<const float*>(dy), static_cast<const float*>(w), nullptr,
+                                          static_cast<float*>(dx), ph, pw, g.Cg, g.N * ph.count * pw.count, depth};
+      staged::PatchShape ps = phase_patch(g, ph, pw);
+      ps.C = groups * Kg4;
+      ps.Cg = Kg4;
+      run_channels_last(precision, pb, {ps, img, wt, depth}, groups);
+      wt += total;
+    }
 }
 
 }  // namespace convkit::CK_GPU_NS

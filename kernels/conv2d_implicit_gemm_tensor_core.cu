@@ -96,6 +96,18 @@
 //    Predicted, not measured: at least v5's strict speed on every pass (the
 //    same loaders, with 8 mma per warp per stage in place of 256 FMA per
 //    thread), and up to the tensor cores' gain where the loaders keep up.
+// v4 channels-last: what the H200 measured of v3 (docs/gpu/measured-h200.md):
+//    0.71-0.97x strict v5's time, but 1.4-3.1x cuDNN's tf32 on the stride-2
+//    3x3 layers. Its loaders set the pace: nvcc's code for its tf32 64x64
+//    tile spends 305 instructions per stage on 8 mma (38 per mma). Version 4
+//    (kernels/conv2d_implicit_gemm_channels_last.cuh, launched from
+//    conv2d_implicit_gemm.cu) copies the image to channels-last and the
+//    filter to taps-major in the workspace, gathers 16 bytes (4 channels)
+//    per cp.async into x-major swizzled stages of 16 k, and reads each
+//    fragment word at a row's constant offset from a per-lane slot: 263
+//    instructions per stage of 16 mma (16 per mma) in tf32, 172 per 8 in
+//    bf16 (v3: 497 per 8). Forward and backward-data only; backward-weights
+//    runs v3's kernels. Not the default until a GPU has timed it.
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -117,7 +129,7 @@ namespace {
 
 using namespace implicit_gemm;
 
-constexpr int kVersions = 3;
+constexpr int kVersions = 4;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // ---------------------------------------------------------------------------
@@ -278,15 +290,19 @@ __global__ void __launch_bounds__(tiled::kThreads) implicit_gemm_tc_v2_tiled(Pro
 // ---------------------------------------------------------------------------
 // Host side.
 
-// Version 3's tiles are version 5's (at least 32 x 32); the grid check
-// below uses the smallest.
+// Versions 3's and 4's tiles are version 5's (at least 32 x 32); the grid
+// check below uses the smallest.
 std::int64_t tile_m(int version) {
   if (version == kImplicitGemmTcWarpVersion) return kWarpTileM;
-  return version == kImplicitGemmTcPipelinedVersion ? 32 : tiled::kTileM;
+  return version == kImplicitGemmTcTiledVersion ? tiled::kTileM : 32;
 }
 std::int64_t tile_n(int version) {
   if (version == kImplicitGemmTcWarpVersion) return kWarpTileN;
-  return version == kImplicitGemmTcPipelinedVersion ? 32 : tiled::kTileN;
+  return version == kImplicitGemmTcTiledVersion ? tiled::kTileN : 32;
+}
+// Versions 3 and 4 run version 5's split-K, workspace and backward-weights.
+bool runs_version5(int version) {
+  return version == kImplicitGemmTcPipelinedVersion || version == kImplicitGemmTcChannelsLastVersion;
 }
 
 Split split_of(DType dtype, const Conv2dDesc& d, int version) {
@@ -335,7 +351,9 @@ void register_conv2d_implicit_gemm_tensor_core_family() {
          "v2 tiled: 64x64x32-word tiles gathered into shared memory as tf32 or bf16 pairs, 8 warps of 32x16 on "
          "mma.sync, deterministic split-K for backward-weights\n"
          "v3 pipelined: conv2d_implicit_gemm v5's division-free gathers, 4-stage cp.async pipeline and tiles, each "
-         "warp's tile on mma.sync, rounded as the fragments are read"});
+         "warp's tile on mma.sync, rounded as the fragments are read\n"
+         "v4 channels-last: forward and backward-data on channels-last copies of the image and filter, gathered "
+         "16 bytes (4 channels) per cp.async into swizzled stages of 16 k; backward-weights as v3"});
     return true;
   }();
   (void)registered;
@@ -348,9 +366,12 @@ std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const
     return detail::concat("dtype ", dtype, " is not supported: the tensor-core convolution takes float32 (rounded "
                           "to tf32 or bf16 inside)");
   if (std::string why = index_limits_reason(d, "conv2d_implicit_gemm_tensor_core"); !why.empty()) return why;
-  if (version == kImplicitGemmTcPipelinedVersion) {
+  if (runs_version5(version)) {
     if (std::string why = conv2d_implicit_gemm_cannot_implement(dtype, d, kImplicitGemmPipelinedVersion); !why.empty())
       return why;
+  }
+  if (version == kImplicitGemmTcChannelsLastVersion) {
+    if (std::string why = conv2d_implicit_gemm_channels_last_cannot_implement(d); !why.empty()) return why;
   }
   // The largest product: forward's Kg x N*P*Q, backward-data's Cg x N*H*W
   // (its stride phases together), backward-weights' Kg x Cg*R*S.
@@ -363,8 +384,7 @@ std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const
 }
 
 int conv2d_implicit_gemm_tensor_core_weight_slices(DType dtype, const Conv2dDesc& d, int version) {
-  if (version == kImplicitGemmTcPipelinedVersion)
-    return conv2d_implicit_gemm_weight_slices(dtype, d, kImplicitGemmPipelinedVersion);
+  if (runs_version5(version)) return conv2d_implicit_gemm_weight_slices(dtype, d, kImplicitGemmPipelinedVersion);
   return split_of(dtype, d, version).slices;
 }
 
@@ -373,16 +393,21 @@ std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const 
   CK_CHECK(version >= 1 && version <= kVersions, "conv2d_implicit_gemm_tensor_core has versions 1..", kVersions,
            ", not ", version);
   if (version == kImplicitGemmTcWarpVersion) return 0;
-  if (version == kImplicitGemmTcPipelinedVersion)
-    return conv2d_implicit_gemm_workspace_bytes(dtype, d, pass, kImplicitGemmPipelinedVersion);
+  if (version == kImplicitGemmTcChannelsLastVersion && pass != ConvPass::backward_weights)
+    return conv2d_implicit_gemm_channels_last_workspace_bytes(d, pass);
+  if (runs_version5(version)) return conv2d_implicit_gemm_workspace_bytes(dtype, d, pass, kImplicitGemmPipelinedVersion);
   return tiled_workspace_bytes(dtype, d, pass, split_of(dtype, d, version));
 }
 
 void launch_conv2d_implicit_gemm_tensor_core_forward(TensorCorePrecision precision, DType dtype, const Conv2dDesc& d,
                                                      const void* x, const void* w, const void* b, void* y,
-                                                     int version) {
+                                                     void* workspace, int version) {
   register_conv2d_implicit_gemm_tensor_core_family();
   check_call("conv2d_implicit_gemm_tensor_core forward", dtype, d, version, {x, w, y});
+  if (version == kImplicitGemmTcChannelsLastVersion) {
+    launch_conv2d_implicit_gemm_channels_last_mma_forward(precision, d, x, w, b, y, workspace);
+    return;
+  }
   if (version == kImplicitGemmTcPipelinedVersion) {
     launch_conv2d_implicit_gemm_pipelined_mma_forward(precision, d, x, w, b, y);
     return;
@@ -403,6 +428,10 @@ void launch_conv2d_implicit_gemm_tensor_core_backward_data(TensorCorePrecision p
       conv2d_implicit_gemm_tensor_core_workspace_bytes(dtype, d, ConvPass::backward_data, version);
   CK_CHECK(needed == 0 || workspace != nullptr, "conv2d_implicit_gemm_tensor_core backward-data: needs ", needed,
            " bytes of workspace but workspace is null; descriptor ", d.str());
+  if (version == kImplicitGemmTcChannelsLastVersion) {
+    launch_conv2d_implicit_gemm_channels_last_mma_backward_data(precision, d, dy, w, dx, workspace);
+    return;
+  }
   if (version == kImplicitGemmTcPipelinedVersion) {
     launch_conv2d_implicit_gemm_pipelined_mma_backward_data(precision, d, dy, w, dx, workspace);
     return;
@@ -437,7 +466,7 @@ void launch_conv2d_implicit_gemm_tensor_core_backward_weights(TensorCorePrecisio
       conv2d_implicit_gemm_tensor_core_workspace_bytes(dtype, d, ConvPass::backward_weights, version);
   CK_CHECK(needed == 0 || workspace != nullptr, "conv2d_implicit_gemm_tensor_core backward-weights: needs ", needed,
            " bytes of workspace but workspace is null; descriptor ", d.str());
-  if (version == kImplicitGemmTcPipelinedVersion) {
+  if (runs_version5(version)) {
     launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(precision, d, x, dy, dw, workspace);
     return;
   }

@@ -13,7 +13,7 @@
 // and float32 only. CONVKIT_KERNEL_CONV2D_IMPLICIT_GEMM=<v> keeps meaning "this
 // strict-precision kernel".
 //
-// The family "conv2d_implicit_gemm_tensor_core" has three versions:
+// The family "conv2d_implicit_gemm_tensor_core" has four versions:
 //   1 warp per tile: one warp per 16x8 tile of the product, each lane gathering
 //     its fragments from x, w or dy and rounding them; the twin, no workspace
 //   2 tiled (the default): 64x64x32 block tiles gathered into shared memory by
@@ -24,6 +24,12 @@
 //     loaders, 4-stage cp.async pipeline and 64x64 / 64x32 / 32x64 tiles, each
 //     warp's product on mma.sync, float32 stages rounded as the fragments are
 //     read; version 5's descriptors, workspace and split-K slices
+//   4 channels-last: forward and backward-data on channels-last copies of
+//     the image (x or dy) and taps-major copies of the filter, in the
+//     workspace, each group's channels padded to a multiple of 4: every
+//     gather a 16-byte cp.async, stages of 16 k swizzled for conflict-free
+//     fragment reads (kernels/conv2d_implicit_gemm_channels_last.cuh);
+//     backward-weights is version 3's
 #include <cstddef>
 #include <string>
 
@@ -37,18 +43,20 @@ namespace convkit::CK_GPU_NS {
 inline constexpr int kImplicitGemmTcWarpVersion = 1;
 inline constexpr int kImplicitGemmTcTiledVersion = 2;
 inline constexpr int kImplicitGemmTcPipelinedVersion = 3;
+inline constexpr int kImplicitGemmTcChannelsLastVersion = 4;
 
 // Registers the "conv2d_implicit_gemm_tensor_core" family (idempotent).
 void register_conv2d_implicit_gemm_tensor_core_family();
 
 // Empty when `version` can run `d` in `dtype`, else why not (a version other
-// than 1 to 3, a dtype other than float32, an index past 32 bits, a grid too
-// big; for version 3 what conv2d_implicit_gemm version 5 cannot run).
+// than 1 to 4, a dtype other than float32, an index past 32 bits, a grid too
+// big; for versions 3 and 4 what conv2d_implicit_gemm version 5 cannot run;
+// for version 4 copies past 32-bit indices or workspace_limit).
 std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const Conv2dDesc& d, int version);
 
 // Bytes of workspace `pass` needs under `version` (0 when none). Version 2's
 // equal conv2d_implicit_gemm version 3's for every descriptor, version 3's
-// version 5's. A pure
+// version 5's; version 4's are its copies (backward-weights: version 5's). A pure
 // function of the descriptor, dtype and version; never above d.workspace_limit.
 std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const Conv2dDesc& d, ConvPass pass,
                                                              int version);
@@ -57,10 +65,11 @@ std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const 
 int conv2d_implicit_gemm_tensor_core_weight_slices(DType dtype, const Conv2dDesc& d, int version);
 
 // The passes, as in conv2d_implicit_gemm.cuh, with the operands rounded to
-// `precision`; each overwrites its output.
+// `precision`; each overwrites its output. Forward's workspace is version
+// 4's alone (others may pass null).
 void launch_conv2d_implicit_gemm_tensor_core_forward(TensorCorePrecision precision, DType dtype, const Conv2dDesc& d,
                                                      const void* x, const void* w, const void* b, void* y,
-                                                     int version);
+                                                     void* workspace, int version);
 void launch_conv2d_implicit_gemm_tensor_core_backward_data(TensorCorePrecision precision, DType dtype,
                                                            const Conv2dDesc& d, const void* dy, const void* w,
                                                            void* dx, void* workspace, int version);

@@ -100,6 +100,19 @@ __device__ __forceinline__ std::uint32_t word_of(Element element, Index k0, int 
 __device__ __forceinline__ int mma_c_row(int lane, int e) { return lane / 4 + (e >= 2 ? 8 : 0); }
 __device__ __forceinline__ int mma_c_col(int lane, int e) { return lane % 4 * 2 + (e & 1); }
 
+// The fragment word at p, converted as it is read: *p rounded to tf32, or
+// p[0] and p[1] (one 8-byte load: p 8-byte aligned) packed as two bf16.
+template <TensorCorePrecision P>
+__device__ __forceinline__ std::uint32_t word_at(const float* p) {
+  if constexpr (P == TensorCorePrecision::tf32) {
+    return cvt_rna_tf32(*p);
+  } else {
+    float pair[2];
+    load8(p, pair);
+    return pack_bf16x2(pair[0], pair[1]);
+  }
+}
+
 // Fragment word kw of row x of a float32 stage, converted as it is read:
 // element kw rounded to tf32, or elements 2kw and 2kw + 1 packed as two bf16.
 // The stage holds X(x, k) at s[k * Pitch + x] when XContig, else at
@@ -107,14 +120,10 @@ __device__ __forceinline__ int mma_c_col(int lane, int e) { return lane % 4 * 2 
 template <TensorCorePrecision P, bool XContig, int Pitch>
 __device__ __forceinline__ std::uint32_t stage_word(const float* s, int x, int kw) {
   const auto at = [&](int k) { return XContig ? k * Pitch + x : x * Pitch + k; };
-  if constexpr (P == TensorCorePrecision::tf32) {
-    return cvt_rna_tf32(s[at(kw)]);
-  } else if constexpr (XContig) {
+  if constexpr (P == TensorCorePrecision::bf16 && XContig) {
     return pack_bf16x2(s[at(2 * kw)], s[at(2 * kw + 1)]);
   } else {
-    float pair[2];
-    load8(s + at(2 * kw), pair);
-    return pack_bf16x2(pair[0], pair[1]);
+    return word_at<P>(s + at(P == TensorCorePrecision::tf32 ? kw : 2 * kw));
   }
 }
 

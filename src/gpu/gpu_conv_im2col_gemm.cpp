@@ -216,7 +216,7 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
     check_call(d, ConvPass::forward, dtype, {x, w, y}, workspace, workspace_bytes(d, dtype, ConvPass::forward));
     if (const int v = reduced_precision_version(d, dtype)) {
       launch_conv2d_implicit_gemm_tensor_core_forward(tensor_core_precision(float32_precision()), dtype, d, x, w, b, y,
-                                                      v);
+                                                      workspace, v);
       return;
     }
     if (const int v = implicit_version(d, dtype)) {

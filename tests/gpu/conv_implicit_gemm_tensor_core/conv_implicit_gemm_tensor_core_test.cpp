@@ -4,8 +4,9 @@
 // every version, every pass, on tests/cpu/conv's descriptors (odd sizes,
 // batch 1, stride, padding, dilation, groups, 1x1) plus tile-straddling and
 // split-K cases and two real layers; against the float64 reference within
-// the tf32 bound, versions 2 and 3 against their twin, bit for bit across
-// runs; version 3's fragment reads conflict-free; the
+// the tf32 bound, versions 2 to 4 against their twin (2 and 3 bit for bit),
+// bit for bit across runs; the fragment reads of versions 2 to 4
+// conflict-free, version 4's gathers 16 bytes each; the
 // setting off leaves every pass strict to the bit, float64 always strict,
 // CONVKIT_ALLOW_TF32 honoured; a conv net trains with it on.
 #include <gtest/gtest.h>
@@ -34,6 +35,7 @@ constexpr const char* kFamily = "conv2d_implicit_gemm_tensor_core";
 constexpr int kWarp = kernels::kImplicitGemmTcWarpVersion;
 constexpr int kTiled = kernels::kImplicitGemmTcTiledVersion;
 constexpr int kPipelined = kernels::kImplicitGemmTcPipelinedVersion;
+constexpr int kChannelsLast = kernels::kImplicitGemmTcChannelsLastVersion;
 
 class RegisterFamilies : public ::testing::Environment {
  public:
@@ -136,23 +138,27 @@ TEST_P(TensorCoreCase, EveryPassIsWithinTheRoundingBoundOfTheFloat64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, TensorCoreCase,
                          ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()),
-                                            ::testing::Values(kWarp, kTiled, kPipelined),
+                                            ::testing::Values(kWarp, kTiled, kPipelined, kChannelsLast),
                                             ::testing::Values(kTf32, kBf16)),
                          case_name);
 
 // Same rounding, the same mma per k-step (8 elements in tf32, 16 in bf16) in
 // the same order: under sim the tiled and pipelined versions and their twin
 // agree bit for bit, except where one splits backward-weights' K (its
-// partials are summed in another order).
+// partials are summed in another order). Version 4 runs forward's and
+// backward-data's k in (r, s, c) order, not (c, r, s): within the bound;
+// its backward-weights is version 3's.
 TEST(ConvTensorCore, TiledAndPipelinedAgreeWithTheirTwin) {
   for (TensorCorePrecision p : {kTf32, kBf16})
     for (const ConvCase& c : cases())
-      for (int version : {kTiled, kPipelined}) {
+      for (int version : {kTiled, kPipelined, kChannelsLast}) {
         const std::string where = c.name + " " + kernels::precision_name(p) + " v" + std::to_string(version);
         const Outputs<float> twin = run_tc(c.desc, kWarp, p), tiled = run_tc(c.desc, version, p);
 #if !defined(__CUDACC__)
-        EXPECT_EQ(tiled.y, twin.y) << where;
-        EXPECT_EQ(tiled.dx, twin.dx) << where;
+        if (version != kChannelsLast) {
+          EXPECT_EQ(tiled.y, twin.y) << where;
+          EXPECT_EQ(tiled.dx, twin.dx) << where;
+        }
         if (kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, c.desc, version) == 1) {
           EXPECT_EQ(tiled.dw, twin.dw) << where;
         }
@@ -171,7 +177,7 @@ TEST(ConvTensorCoreLayer, RealLayersAreWithinTheRoundingBound) {
                                         {"resnet18_layer2", make(1, 128, 16, 16, 128, 3, 3, 1)}};
   for (TensorCorePrecision p : {kTf32, kBf16})
     for (const ConvCase& c : layers)
-      for (int version : {kTiled, kPipelined}) {
+      for (int version : {kTiled, kPipelined, kChannelsLast}) {
         const Outputs<float> out = run_tc(c.desc, version, p);
         expect_within_bound(c, out, c.name + " v" + std::to_string(version), p);
         // Far inside the worst case: the errors of a real layer are random-signed.
@@ -334,14 +340,14 @@ TEST(ConvTensorCore, BadArgumentsNameTheProblem) {
   const Conv2dDesc d = make(1, 2, 5, 5, 2, 3, 3, 0);
   EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float64, d, kTiled).find("float32"),
             std::string::npos);
-  EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, d, 4).find("versions 1..3"),
+  EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, d, 5).find("versions 1..4"),
             std::string::npos);
   const Conv2dDesc huge = make(1 << 16, 64, 32, 32, 64, 3, 3, 1);
   EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, huge, kTiled).find("32 bits"),
             std::string::npos);
   try {
     kernels::launch_conv2d_implicit_gemm_tensor_core_forward(kernels::TensorCorePrecision::tf32, DType::float32, d,
-                                                             nullptr, nullptr, nullptr, nullptr, kTiled);
+                                                             nullptr, nullptr, nullptr, nullptr, nullptr, kTiled);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("null"), std::string::npos) << e.what();
@@ -398,13 +404,16 @@ sim::KernelProfile profiled(const Conv2dDesc& d, ConvPass pass, int version, Ten
   const CaseData& data = case_data(d);
   const ScopedFloat32Precision level(precision == kTf32 ? Float32Precision::high : Float32Precision::medium);
   ScopedKernelVersion select(kFamily, version);
+  // The profile sees global accesses to the memory allocated while it is
+  // on: the operands are allocated under it, and their fills forgotten.
+  const sim::ScopedProfile profile;
   const Tensor x = device_tensor<float>(data.in.x), w = device_tensor<float>(data.in.w);
   const Tensor dy = device_tensor<float>(data.in.dy);
   const Tensor out = garbage<float>(pass == ConvPass::forward ? y_size(d) : pass == ConvPass::backward_data ? x_size(d)
                                                                                                             : w_size(d));
   const std::size_t bytes = algo().workspace_bytes(d, DType::float32, pass);
   const Tensor ws = empty({static_cast<std::int64_t>(bytes / 4 + 1)}, TensorOptions().device(kernel_device()));
-  const sim::ScopedProfile profile;
+  (void)sim::take_profile();
   switch (pass) {
     case ConvPass::forward:
       algo().forward(d, DType::float32, x.raw_data(), w.raw_data(), nullptr, out.raw_data(), ws.raw_data());
@@ -431,12 +440,14 @@ sim::KernelProfile profiled(const Conv2dDesc& d, ConvPass pass, int version, Ten
 // words in tf32, 4 mod 32 in bf16), and so are version 2's loaders' stores,
 // both B layouts included (the head of the .cu gives the bank arithmetic).
 // Version 3's rows cost the stores of loaders whose lanes walk k 2-way
-// conflicts, and no request more than 2-way.
+// conflicts, and no request more than 2-way. Version 4's swizzled rows are
+// conflict-free both ways in forward and backward-data (its backward-weights
+// is version 3's).
 TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
   if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
   const Conv2dDesc d = make(2, 16, 12, 12, 24, 3, 3, 1);
   for (TensorCorePrecision p : {kTf32, kBf16})
-    for (int version : {kTiled, kPipelined})
+    for (int version : {kTiled, kPipelined, kChannelsLast})
       for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
         const std::string where = std::string(conv_pass_name(pass)) + " v" + std::to_string(version) + " " +
                                   kernels::precision_name(p);
@@ -446,7 +457,7 @@ TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
         EXPECT_EQ(t.fmas, 0u) << where;
         EXPECT_GT(t.shared_load.requests, 0u) << where;
         EXPECT_EQ(t.shared_load.conflict_wavefronts, 0u) << where;
-        if (version == kTiled) {
+        if (version == kTiled || (version == kChannelsLast && pass != ConvPass::backward_weights)) {
           EXPECT_EQ(t.shared_store.conflict_wavefronts, 0u) << where;
         } else {
           EXPECT_LE(t.shared_store.max_ways, 2u) << where;
@@ -461,8 +472,75 @@ TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
   EXPECT_EQ(profiled(d, ConvPass::forward, kWarp).tf32_fmas, 2u * 36 * 16 * 8 * 8 * 18);
   EXPECT_EQ(profiled(d, ConvPass::forward, kTiled).tf32_fmas, 1u * 5 * 64 * 64 * 32 * 5);
   EXPECT_EQ(profiled(d, ConvPass::forward, kPipelined).tf32_fmas, 18u * 32 * 16 * 8 * 18);
+  // Version 4: the same tiles over the same 144 k (16 channels need no
+  // padding), 9 stages of two k-steps.
+  EXPECT_EQ(profiled(d, ConvPass::forward, kChannelsLast).tf32_fmas, 18u * 32 * 16 * 8 * 18);
+}
+
+// Version 4 gathers 4 channels per 16-byte copy where version 3 copies one
+// element: its product kernels ask for at most a third of version 3's
+// global-load requests (a quarter, plus the zero-filled padding channels'
+// share and the tiles' edges), every one of them 16 bytes (no bias here,
+// whose epilogue reads are 4).
+TEST(ConvTensorCore, ChannelsLastGathersFourChannelsPerCopy) {
+  if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  const Conv2dDesc d = make(2, 16, 12, 12, 24, 3, 3, 1);
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data}) {
+    const sim::KernelProfile v3 = profiled(d, pass, kPipelined), v4 = profiled(d, pass, kChannelsLast);
+    EXPECT_GT(v4.global_load.requests, 0u) << conv_pass_name(pass);
+    EXPECT_LE(3 * v4.global_load.requests, v3.global_load.requests) << conv_pass_name(pass);
+    EXPECT_EQ(v4.global_load.bytes, 16 * v4.global_load.lanes) << conv_pass_name(pass);
+  }
 }
 #endif
+
+// Version 4's workspace is its copies: the image channels-last and the
+// filter taps-major, each group's channels padded to a multiple of 4
+// (backward-weights: version 3's). Where they pass workspace_limit it says
+// so, and the algorithm runs version 3's strict kernels instead.
+TEST(ConvTensorCore, ChannelsLastWorkspaceIsItsCopies) {
+  const Conv2dDesc d = make(2, 13, 9, 10, 21, 3, 3, 1, 2);  // Cg4 = 16, Kg4 = 24, 5 x 5 outputs
+  const auto bytes = [&](ConvPass pass) {
+    return kernels::conv2d_implicit_gemm_tensor_core_workspace_bytes(DType::float32, d, pass, kChannelsLast);
+  };
+  EXPECT_EQ(bytes(ConvPass::forward), 4u * (2 * 9 * 10 * 16 + 21 * 9 * 16));
+  EXPECT_EQ(bytes(ConvPass::backward_data), 4u * (2 * 5 * 5 * 24 + 13 * 9 * 24));
+  EXPECT_EQ(bytes(ConvPass::backward_weights),
+            kernels::conv2d_implicit_gemm_tensor_core_workspace_bytes(DType::float32, d, ConvPass::backward_weights,
+                                                                      kPipelined));
+  Conv2dDesc tight = d;
+  tight.workspace_limit = bytes(ConvPass::forward) - 4;
+  EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, tight, kChannelsLast)
+                .find("workspace_limit"),
+            std::string::npos);
+  EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, tight, kPipelined), "");
+}
+
+TEST(ConvTensorCore, ChannelsLastNamesAMissingOrMisalignedWorkspace) {
+  const Conv2dDesc d = make(1, 4, 6, 6, 4, 3, 3, 1);
+  const Tensor x = device_tensor<float>(std::vector<double>(static_cast<std::size_t>(x_size(d)), 1.0));
+  const Tensor w = device_tensor<float>(std::vector<double>(static_cast<std::size_t>(w_size(d)), 1.0));
+  const Tensor y = garbage<float>(y_size(d));
+  const std::size_t bytes = kernels::conv2d_implicit_gemm_tensor_core_workspace_bytes(DType::float32, d,
+                                                                                       ConvPass::forward, kChannelsLast);
+  const Tensor ws = empty({static_cast<std::int64_t>(bytes / 4 + 4)}, TensorOptions().device(kernel_device()));
+  const auto forward = [&](void* workspace) {
+    kernels::launch_conv2d_implicit_gemm_tensor_core_forward(kernels::TensorCorePrecision::tf32, DType::float32, d,
+                                                             x.raw_data(), w.raw_data(), nullptr, y.raw_data(),
+                                                             workspace, kChannelsLast);
+  };
+  for (void* bad : {static_cast<void*>(nullptr), static_cast<void*>(static_cast<float*>(ws.raw_data()) + 1)}) {
+    try {
+      forward(bad);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(bad == nullptr ? "workspace is null" : "16-byte aligned"), std::string::npos) << what;
+    }
+  }
+  forward(ws.raw_data());
+  for (float v : y.to_vector<float>()) EXPECT_GT(v, 0.0f);
+}
 
 }  // namespace
 }  // namespace convkit::gpu_testing

@@ -1,0 +1,227 @@
+#pragma once
+// Version 4 of the tensor-core implicit-GEMM convolution
+// (kernels/conv2d_implicit_gemm_tensor_core.cu): forward and each
+// backward-data stride phase on channels-last copies of the image, so that
+// every gather is a 16-byte cp.async of 4 channels instead of a 4-byte one
+// per element. kernels/conv2d_implicit_gemm.cu makes the copies and launches
+// it (launch_conv2d_implicit_gemm_channels_last_mma_*).
+//
+// Why. What an H200 measured of version 3 (docs/gpu/measured-h200.md, third
+// lease): in tf32 it ran the stride-2 3x3 layers 1.4-3.1x behind cuDNN's
+// tf32 and only 1.1-1.3x ahead of the strict FP32 kernel it shares its
+// loaders with, so the loaders, not the tensor cores, set its pace. Counted
+// per warp and stage of version 3's 64x64 tile: 8 mma against ~100
+// instructions of gathering (4 elements of B per thread, each a tap step, a
+// bounds check, an address and a 4-byte copy; 4 of A) and ~30 of fragment
+// reads, barrier and loop: some 17 instructions per mma where mma.sync's
+// rate on Hopper leaves room for about 4. NCHW puts a pixel's channels a
+// plane apart, so no two elements of a gathered column are adjacent;
+// channels-last puts them side by side, and cuDNN's own NCHW kernels copy
+// to it for the same reason.
+//
+// What changes against version 3:
+//  - Operands. The image (x forward, dy backward-data) is copied once per
+//    pass to img[n][h][w][grp][c4], each group's channels padded with zeros
+//    to a multiple of 4 (Cg4); the filter to rows of taps-major k =
+//    (r, s, c4) (forward: row k_out; backward-data: row c_in, a phase's taps
+//    only, as version 5's phase transpose). The padded channels are zeros
+//    on both sides, so they add nothing; a vector never straddles a tap.
+//  - Gathers. Per stage a thread copies 16 bytes of A and of B per row it
+//    owns (2 rows of each with the 64-wide tiles): A at a row-major address,
+//    B at one column's (n, p, q) decoded once and the stage's tap (r, s, c),
+//    one mixed-radix step per stage shared by the thread's columns, one
+//    bounds check per 4 elements.
+//  - Stages. x-major, s[x][k] in rows of kTileK = 16 floats (two tf32 mma
+//    k-steps, one bf16 k-step), so a 16-byte copy lands whole; each row's
+//    four 16-byte vectors are permuted by an XOR swizzle of the row (Swizzle
+//    below) so that the fragment reads, which walk 8 rows at a time, meet
+//    32 distinct banks, and each 8-lane phase of the copies' stores (two
+//    rows) fills all 32.
+//  - Barriers: one per 16 k, where version 3's tf32 pays one per 8.
+// Unchanged: the block tiles, warp tiles and mma tiling (MmaMath), the
+// 4-stage pipeline and the output tile staged through shared memory
+// (conv2d_implicit_gemm_pipelined.cuh), the problems' stores.
+//
+// The price: the copies. Forward reads and writes the image once more
+// (x's bytes twice, about 2% of the multiply's time on resnet18-cifar's
+// 3x3 layers at batch 128 if the copy runs at HBM speed), backward-data dy.
+// Accumulation runs over k in (r, s, c) order, not version 3's (c, r, s),
+// so the two agree within the rounding bound, not bit for bit.
+//
+// Backward-weights is version 3's: its K runs over output positions, which
+// neither layout makes contiguous in both operands at once.
+#include <cstdint>
+
+#include "convkit/sim/cuda_compat.h"
+#include "kernels/async_copy.cuh"
+#include "kernels/conv2d_implicit_gemm_pipelined.cuh"
+#include "kernels/tensor_core.cuh"
+
+namespace convkit::CK_GPU_NS::channels_last {
+
+using pipelined::Digits;
+using pipelined::kThreads;
+using staged::PatchShape;
+
+// Elements of k per stage, and per 16-byte vector.
+inline constexpr int kStageK = 16, kVec = 4;
+
+// Where element (x, k) of an x-major stage sits: vector k / 4 of row x
+// XOR the row's swizzle. tf32 fragments read one word at (x = g, k = t)
+// for the 8 groups g of a warp: rows alternate bank halves (16 floats a
+// row) and the swizzle (x >> 1) & 3 gives the four rows of each half four
+// different vectors. bf16 reads 8-byte pairs, a half warp (4 groups) at a
+// time, at k = 2t: rows 0 and 2 of a half warp must take different vector
+// pairs, which (x >> 1 & 1) * 2 does.
+template <TensorCorePrecision P>
+__device__ __forceinline__ int swizzled(int x, int k) {
+  const int swizzle = P == TensorCorePrecision::tf32 ? (x >> 1) & 3 : ((x >> 1) & 1) << 1;
+  return x * kStageK + ((((k >> 2) ^ swizzle)) << 2) + (k & 3);
+}
+
+// MmaMath with x-major swizzled stages of kStageK: two mma k-steps per
+// stage in tf32, one in bf16. A fragment word of row x sits at x * kStageK
+// plus an offset that depends on the lane and on which word of which k-step
+// it is, not on the row: rows 8 apart share a swizzle. So each lane works
+// out its kSlots offsets once, and every fragment read is a row's constant
+// offset from one of them (without this, nvcc recomputed the swizzled
+// addresses in every stage: 386 instructions per 16 mma in tf32, 2 of 3
+// of them address arithmetic).
+template <TensorCorePrecision P, class Cfg>
+struct RowMath : pipelined::MmaMath<P, Cfg> {
+  using Base = pipelined::MmaMath<P, Cfg>;
+  using typename Base::Acc;
+  // pipelined::StageArrays sizes a stage as kTileK rows of BX + kPad: with
+  // no padding that is BX rows of kTileK, this layout's size.
+  static constexpr int kTileK = kStageK;
+  static constexpr int kPad = 0;
+  static constexpr TensorCorePrecision kPrecision = P;
+  static constexpr int kSteps = kStageK / kMmaStepK<P>, kSlots = 2 * kSteps;
+  // slot[2 * step + h]: word tig + 4h of k-step `step` in row `group`.
+  int slot[kSlots];
+
+  __device__ __forceinline__ RowMath() {
+    CK_UNROLL
+    for (int step = 0; step < kSteps; ++step)
+      CK_UNROLL
+      for (int h = 0; h < 2; ++h)
+        slot[2 * step + h] =
+            swizzled<P>(this->group, step * kMmaStepK<P> + kElementsPerWord<P> * (this->tig + 4 * h));
+  }
+
+  template <int, int>
+  __device__ __forceinline__ void multiply(const float* as, const float* bs, Acc& acc) const {
+    const float* a = as + this->wm * kStageK;
+    const float* b = bs + this->wn * kStageK;
+    CK_UNROLL
+    for (int step = 0; step < kSteps; ++step) {
+      std::uint32_t af[Base::kMmaM][4], bf[Base::kMmaN][2];
+      // a0..a3: rows group, group + 8, words tig, tig + 4; b0, b1: words tig, tig + 4.
+      CK_UNROLL
+      for (int i = 0; i < Base::kMmaM; ++i)
+        CK_UNROLL
+        for (int r = 0; r < 4; ++r)
+          af[i][r] = dev::word_at<P>(a + (i * 16 + (r & 1) * 8) * kStageK + slot[2 * step + (r >> 1)]);
+      CK_UNROLL
+      for (int j = 0; j < Base::kMmaN; ++j)
+        CK_UNROLL
+        for (int r = 0; r < 2; ++r) bf[j][r] = dev::word_at<P>(b + j * 8 * kStageK + slot[2 * step + r]);
+      CK_UNROLL
+      for (int i = 0; i < Base::kMmaM; ++i)
+        CK_UNROLL
+        for (int j = 0; j < Base::kMmaN; ++j) dev::mma<P>(acc[i][j], af[i], bf[j]);
+    }
+  }
+};
+
+// The operands: A row-major (row grp*M + m at a + (grp*M + m) * a_ld, k
+// contiguous, a_ld and the depth multiples of 4); the image channels-last,
+// img[n][h][w][grp][c4] with ps.C = groups * Cg4 and ps.Cg = Cg4, and the
+// taps (r, s) of ps walking it as version 5's PatchShape does.
+struct Operands {
+  PatchShape ps;
+  const float* img;
+  const float* a;
+  int a_ld;
+};
+
+// Forward and backward-data: blockIdx.x = m tile * n_tiles + column tile,
+// blockIdx.y = group. k = (r*S + s)*Cg4 + c.
+template <class Cfg, class Problem, class Math>
+__global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_tc_v4_channels_last(Problem pb,
+                                                                                              Operands op,
+                                                                                              int n_tiles) {
+  constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN;
+  using Arrays = pipelined::StageArrays<float, Cfg, Math>;
+  static_assert(Arrays::kStageA == BM * kStageK && Arrays::kStageB == BN * kStageK, "x-major stages");
+  __shared__ __align__(16) SharedArray<float[Arrays::kShared]> smem;
+  float* const a_stages = smem;
+  float* const b_stages = a_stages + Arrays::kA;
+  const PatchShape& ps = op.ps;
+  const int tid = threadIdx.x, grp = blockIdx.y;
+  const int m0 = static_cast<int>(blockIdx.x) / n_tiles * BM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BN;
+  const Math math;
+  const bool live = math.live(m0, n0, pb.M, pb.cols);
+
+  // Each thread: vector kv of the stage's 4, rows tid / 4 + 32i of A and columns
+  // tid / 4 + 32i of B.
+  constexpr int kPerRow = kStageK / kVec, kRowStep = kThreads / kPerRow;
+  constexpr int kARows = BM / kRowStep, kBCols = BN / kRowStep;
+  static_assert(kARows >= 1 && kBCols >= 1, "a tile of at least 32 rows and columns");
+  const int kv = tid % kPerRow;
+  const float* arow[kARows];
+  CK_UNROLL
+  for (int i = 0; i < kARows; ++i) {
+    const int m = m0 + tid / kPerRow + i * kRowStep;
+    arow[i] = m < pb.M ? op.a + (grp * pb.M + m) * op.a_ld : nullptr;
+  }
+  // A column's pixel, decoded once: where its image starts, and the row and
+  // column tap (0, 0) reads (past the product, a row no tap brings inside).
+  constexpr int kNeverInside = -(1 << 30);
+  const float* bimg[kBCols];
+  int bh[kBCols], bw[kBCols];
+  CK_UNROLL
+  for (int i = 0; i < kBCols; ++i) {
+    const int col = n0 + tid / kPerRow + i * kRowStep;
+    const Digits pos = pipelined::to_digits(col < pb.cols ? col : 0, ps.P, ps.Q);
+    bimg[i] = op.img + pos.hi * ps.H * ps.W * ps.C + grp * ps.Cg;
+    bh[i] = col < pb.cols ? pos.mid * ps.ah + ps.oh : kNeverInside;
+    bw[i] = pos.lo * ps.aw + ps.ow;
+  }
+  // The tap (r, s, c) of this thread's vector, stepped by a stage each time.
+  const int S = ps.S > 0 ? ps.S : 1;
+  Digits tap = pipelined::to_digits(kv * kVec, S, ps.Cg);
+  const Digits tap_step = pipelined::to_digits(kStageK, S, ps.Cg);
+
+  int k = kv * kVec;  // this thread's vector's k in the stage being copied
+  auto copy_step = [&](int stage) {
+    float* as = a_stages + stage * Arrays::kStageA;
+    float* bs = b_stages + stage * Arrays::kStageB;
+    const bool k_ok = k < pb.depth;
+    CK_UNROLL
+    for (int i = 0; i < kARows; ++i) {
+      const int row = tid / kPerRow + i * kRowStep;
+      const bool copy = k_ok && arow[i] != nullptr;
+      dev::cp_async<16>(as + swizzled<Math::kPrecision>(row, kv * kVec), copy ? arow[i] + k : op.a,
+                        copy ? 16 : 0);
+    }
+    const int tr = tap.hi * ps.th, ts = tap.mid * ps.tw;
+    CK_UNROLL
+    for (int i = 0; i < kBCols; ++i) {
+      const int x = tid / kPerRow + i * kRowStep;
+      const int h = bh[i] + tr, w = bw[i] + ts;
+      const bool copy = k_ok && static_cast<unsigned>(h) < static_cast<unsigned>(ps.H) &&
+                        static_cast<unsigned>(w) < static_cast<unsigned>(ps.W);
+      dev::cp_async<16>(bs + swizzled<Math::kPrecision>(x, kv * kVec),
+                        copy ? bimg[i] + (h * ps.W + w) * ps.C + tap.lo : op.img, copy ? 16 : 0);
+    }
+    pipelined::add_digits(tap, tap_step, S, ps.Cg);
+    k += kStageK;
+  };
+  typename Math::Acc acc = {};
+  pipelined::run_pipeline<float, Cfg>((pb.depth + kStageK - 1) / kStageK, a_stages, b_stages, math, live, copy_step,
+                                      acc);
+  pipelined::store_tile<float, Cfg>(pb, grp, m0, n0, 0, math, acc, a_stages);
+}
+
+}  // namespace convkit::CK_GPU_NS::channels_last
