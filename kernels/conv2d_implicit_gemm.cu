@@ -648,13 +648,19 @@ ChannelsLastCopies channels_last_copies(const Conv2dDesc& d, ConvPass pass) {
 
 constexpr int kTransposeTile = 32, kTransposeThreads = 256;
 
+// Rounded to tf32 when `round` (the tensor-core kernel's stages then hold
+// what its fragments read), else as it is.
+__device__ __forceinline__ float maybe_tf32(float v, bool round) {
+  return round ? __uint_as_float(dev::cvt_rna_tf32(v)) : v;
+}
+
 // img[n][grp*Cg + c][hw] to out[n][hw][grp][c4] (c4 < Cg4, zeros from Cg on),
 // a 32 x 32 tile (channels by pixels) per block through shared memory, so
 // that both the reads (along hw) and the writes (along c4) are coalesced;
 // rows of 33 keep the transposed reads off a single bank.
 __global__ void __launch_bounds__(kTransposeThreads)
     to_channels_last_kernel(const float* __restrict__ img, float* __restrict__ out, int groups, int Cg, int Cg4,
-                            int HW, int hw_tiles, int c_tiles) {
+                            int HW, int hw_tiles, int c_tiles, bool round) {
   __shared__ SharedArray<float[kTransposeTile][kTransposeTile + 1]> tile;
   const int block = static_cast<int>(blockIdx.x);
   const int hw0 = block % hw_tiles * kTransposeTile, rest = block / hw_tiles;
@@ -663,7 +669,8 @@ __global__ void __launch_bounds__(kTransposeThreads)
   const int C4 = groups * Cg4;
   for (int i = row; i < kTransposeTile; i += kTransposeThreads / 32) {
     const int j = c0 + i, hw = hw0 + lane, grp = j / Cg4, c = j - grp * Cg4;
-    tile[i][lane] = j < C4 && hw < HW && c < Cg ? img[((n * groups + grp) * Cg + c) * HW + hw] : 0.0f;
+    const bool inside = j < C4 && hw < HW && c < Cg;
+    tile[i][lane] = inside ? maybe_tf32(img[((n * groups + grp) * Cg + c) * HW + hw], round) : 0.0f;
   }
   __syncthreads();
   for (int i = row; i < kTransposeTile; i += kTransposeThreads / 32) {
@@ -672,21 +679,21 @@ __global__ void __launch_bounds__(kTransposeThreads)
   }
 }
 
-void to_channels_last(const float* img, float* out, int N, int groups, int Cg, int HW) {
+void to_channels_last(const float* img, float* out, int N, int groups, int Cg, int HW, bool round) {
   const int Cg4 = padded4(Cg);
   const int hw_tiles = static_cast<int>(ceil_div(HW, kTransposeTile));
   const int c_tiles = static_cast<int>(ceil_div(groups * Cg4, kTransposeTile));
   launch(to_channels_last_kernel, dim3(static_cast<unsigned>(static_cast<std::int64_t>(N) * c_tiles * hw_tiles)),
-         dim3(kTransposeThreads), 0, nullptr, img, out, groups, Cg, Cg4, HW, hw_tiles, c_tiles);
+         dim3(kTransposeThreads), 0, nullptr, img, out, groups, Cg, Cg4, HW, hw_tiles, c_tiles, round);
 }
 
 // Forward's A: wr[row][rs][c4] = w[row][c][rs] (row = grp*Kg + k; zeros
 // from Cg on).
 __global__ void filter_taps_major_kernel(const float* __restrict__ w, float* __restrict__ wr, Geometry g, int Cg4,
-                                         int total) {
+                                         int total, bool round) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     const int row = i / (g.RS * Cg4), t = i - row * g.RS * Cg4, rs = t / Cg4, c = t - rs * Cg4;
-    wr[i] = c < g.Cg ? w[(row * g.Cg + c) * g.RS + rs] : 0.0f;
+    wr[i] = c < g.Cg ? maybe_tf32(w[(row * g.Cg + c) * g.RS + rs], round) : 0.0f;
   }
 }
 
@@ -694,13 +701,13 @@ __global__ void filter_taps_major_kernel(const float* __restrict__ w, float* __r
 // w[grp*Kg + kk][c][r][s], r and s the jr-th and js-th taps of the phase
 // (zeros from Kg on).
 __global__ void phase_filter_taps_major_kernel(const float* __restrict__ w, float* __restrict__ wt, Geometry g,
-                                               StridePhase ph, StridePhase pw, int Kg4, int total) {
+                                               StridePhase ph, StridePhase pw, int Kg4, int total, bool round) {
   const int depth = ph.taps * pw.taps * Kg4;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     const int row = i / depth, t = i - row * depth, tap = t / Kg4, kk = t - tap * Kg4;
     const int jr = tap / pw.taps, js = tap - jr * pw.taps, grp = row / g.Cg, c = row - grp * g.Cg;
     const int r = ph.tap_first + jr * ph.tap_step, s = pw.tap_first + js * pw.tap_step;
-    wt[i] = kk < g.Kg ? w[((grp * g.Kg + kk) * g.Cg + c) * g.RS + r * g.S + s] : 0.0f;
+    wt[i] = kk < g.Kg ? maybe_tf32(w[((grp * g.Kg + kk) * g.Cg + c) * g.RS + r * g.S + s], round) : 0.0f;
   }
 }
 
@@ -798,11 +805,12 @@ void launch_conv2d_implicit_gemm_channels_last_mma_forward(TensorCorePrecision p
   const int Cg4 = padded4(g.Cg), groups = static_cast<int>(d.groups);
   float* img = static_cast<float*>(workspace);
   float* wr = img + channels_last_copies(d, ConvPass::forward).image;
-  to_channels_last(static_cast<const float*>(x), img, g.N, groups, g.Cg, g.HW);
+  const bool round = precision == TensorCorePrecision::tf32;
+  to_channels_last(static_cast<const float*>(x), img, g.N, groups, g.Cg, g.HW, round);
   const int total = g.K * g.RS * Cg4;
   const LaunchShape shape = grid_stride_shape(total);
   launch(filter_taps_major_kernel, dim3(shape.blocks), dim3(shape.threads), 0, nullptr, static_cast<const float*>(w),
-         wr, g, Cg4, total);
+         wr, g, Cg4, total, round);
   const ForwardProblem<float> pb{g,  static_cast<const float*>(x), static_cast<const float*>(w),
                                  static_cast<const float*>(b), static_cast<float*>(y), g.Kg, g.N * g.PQ,
                                  g.RS * Cg4};
@@ -821,7 +829,8 @@ void launch_conv2d_implicit_gemm_channels_last_mma_backward_data(TensorCorePreci
   const int Kg4 = padded4(g.Kg), groups = static_cast<int>(d.groups);
   float* img = static_cast<float*>(workspace);
   float* wt = img + channels_last_copies(d, ConvPass::backward_data).image;
-  to_channels_last(static_cast<const float*>(dy), img, g.N, groups, g.Kg, g.PQ);
+  const bool round = precision == TensorCorePrecision::tf32;
+  to_channels_last(static_cast<const float*>(dy), img, g.N, groups, g.Kg, g.PQ, round);
   fill_unreached_phases(DType::float32, g, dx);
   for (int a = 0; a < g.sh; ++a)
     for (int b = 0; b < g.sw; ++b) {
@@ -831,7 +840,7 @@ void launch_conv2d_implicit_gemm_channels_last_mma_backward_data(TensorCorePreci
       const int depth = ph.taps * pw.taps * Kg4, total = g.C * depth;
       const LaunchShape shape = grid_stride_shape(total);
       launch(phase_filter_taps_major_kernel, dim3(shape.blocks), dim3(shape.threads), 0, nullptr,
-             static_cast<const float*>(w), wt, g, ph, pw, Kg4, total);
+             static_cast<const float*>(w), wt, g, ph, pw, Kg4, total, round);
       // Only the problem's sizes and store are read: A and B are the copies.
       const BackwardDataProblem<float> pb{g,  static_cast<const float*>(dy), static_cast<const float*>(w), nullptr,
                                           static_cast<float*>(dx), ph, pw, g.Cg, g.N * ph.count * pw.count, depth};

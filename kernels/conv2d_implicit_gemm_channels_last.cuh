@@ -26,6 +26,10 @@
 //    (r, s, c4) (forward: row k_out; backward-data: row c_in, a phase's taps
 //    only, as version 5's phase transpose). The padded channels are zeros
 //    on both sides, so they add nothing; a vector never straddles a tap.
+//    In tf32 the copies also round (cvt.rna), once per element, so the
+//    fragment reads convert nothing: the rounding rides on a pass that
+//    exists anyway, where GEMM v5's rounding of landed stages cost a pass
+//    over shared memory of its own.
 //  - Gathers. Per stage a thread copies 16 bytes of A and of B per row it
 //    owns (2 rows of each with the 64-wide tiles): A at a row-major address,
 //    B at one column's (n, p, q) decoded once and the stage's tap (r, s, c),
@@ -109,6 +113,17 @@ struct RowMath : pipelined::MmaMath<P, Cfg> {
             swizzled<P>(this->group, step * kMmaStepK<P> + kElementsPerWord<P> * (this->tig + 4 * h));
   }
 
+  // A fragment word: in tf32 the copies rounded the operands already (the
+  // stages hold tf32 values), so the word is the float's bits; bf16 pairs
+  // are packed here.
+  __device__ __forceinline__ static std::uint32_t word(const float* p) {
+    if constexpr (P == TensorCorePrecision::tf32) {
+      return __float_as_uint(*p);
+    } else {
+      return dev::word_at<P>(p);
+    }
+  }
+
   template <int, int>
   __device__ __forceinline__ void multiply(const float* as, const float* bs, Acc& acc) const {
     const float* a = as + this->wm * kStageK;
@@ -121,11 +136,11 @@ struct RowMath : pipelined::MmaMath<P, Cfg> {
       for (int i = 0; i < Base::kMmaM; ++i)
         CK_UNROLL
         for (int r = 0; r < 4; ++r)
-          af[i][r] = dev::word_at<P>(a + (i * 16 + (r & 1) * 8) * kStageK + slot[2 * step + (r >> 1)]);
+          af[i][r] = word(a + (i * 16 + (r & 1) * 8) * kStageK + slot[2 * step + (r >> 1)]);
       CK_UNROLL
       for (int j = 0; j < Base::kMmaN; ++j)
         CK_UNROLL
-        for (int r = 0; r < 2; ++r) bf[j][r] = dev::word_at<P>(b + j * 8 * kStageK + slot[2 * step + r]);
+        for (int r = 0; r < 2; ++r) bf[j][r] = word(b + j * 8 * kStageK + slot[2 * step + r]);
       CK_UNROLL
       for (int i = 0; i < Base::kMmaM; ++i)
         CK_UNROLL

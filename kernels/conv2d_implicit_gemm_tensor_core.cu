@@ -103,11 +103,12 @@
 //    (kernels/conv2d_implicit_gemm_channels_last.cuh, launched from
 //    conv2d_implicit_gemm.cu) copies the image to channels-last and the
 //    filter to taps-major in the workspace, gathers 16 bytes (4 channels)
-//    per cp.async into x-major swizzled stages of 16 k, and reads each
-//    fragment word at a row's constant offset from a per-lane slot: 263
-//    instructions per stage of 16 mma (16 per mma) in tf32, 172 per 8 in
-//    bf16 (v3: 497 per 8). Forward and backward-data only; backward-weights
-//    runs v3's kernels. Not the default until a GPU has timed it.
+//    per cp.async into x-major swizzled stages of 16 k, rounds to tf32 in
+//    the copies, and reads each fragment word at a row's constant offset
+//    from a per-lane slot: 198 instructions per stage of 16 mma (12 per
+//    mma) in tf32, 172 per 8 in bf16 (v3: 497 per 8). Forward and
+//    backward-data only; backward-weights runs v3's kernels. Not the
+//    default until a GPU has timed it.
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>

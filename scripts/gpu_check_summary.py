@@ -152,7 +152,8 @@ def train_summary(path):
         else:
             device = r["device"].split(":")[0]
             tf32 = device != "cpu" and r.get("float32_precision", "highest") == "high"
-            rows[key]["convkit_" + device + ("_tf32" if tf32 else "")] = r["images_per_sec"]
+            pinned = "_pinned" if r.get("pinned_kernels") else ""
+            rows[key]["convkit_" + device + ("_tf32" if tf32 else "") + pinned] = r["images_per_sec"]
     out = []
     for (model, batch), cols in sorted(rows.items()):
         gpu = cols.get("convkit_cuda") or cols.get("convkit_sim")
@@ -301,19 +302,22 @@ def markdown(s):
         lines.append("no train.jsonl")
     else:
         lines += ["| model | batch | convkit cpu | convkit gpu | gpu/cpu | convkit gpu TF32 | "
-                  "PyTorch FP32 | PyTorch TF32 | convkit/PyTorch FP32 | convkit/PyTorch TF32 |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  "convkit gpu TF32, pinned | PyTorch FP32 | PyTorch TF32 | convkit/PyTorch FP32 | "
+                  "convkit/PyTorch TF32 |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for r in tr["rows"]:
             gpu = r.get("convkit_cuda") or r.get("convkit_sim")
             gpu_tf32 = r.get("convkit_cuda_tf32") or r.get("convkit_sim_tf32")
+            pinned = r.get("convkit_cuda_tf32_pinned") or r.get("convkit_sim_tf32_pinned")
             lines.append(f"| {r['model']} | {r['batch']} | {fmt(r.get('convkit_cpu'))} | {fmt(gpu)} | "
-                         f"{fmt(r.get('gpu_over_cpu'), '{:.2f}x')} | {fmt(gpu_tf32)} | "
+                         f"{fmt(r.get('gpu_over_cpu'), '{:.2f}x')} | {fmt(gpu_tf32)} | {fmt(pinned)} | "
                          f"{fmt(r.get('pytorch_fp32'))} | "
                          f"{fmt(r.get('pytorch_tf32'))} | {fmt(r.get('convkit_over_pytorch_fp32'), '{:.2f}x')} | "
                          f"{fmt(r.get('convkit_over_pytorch_tf32'), '{:.2f}x')} |")
         if env.get("mode") == "sim":
             lines.append("\nsim runs the CUDA kernels on the CPU emulator: its figures test the pipeline, "
                          "not a GPU's speed.")
+        lines.append("\nThe pinned column is TF32 with the kernel versions its JSON lines name (pinned_kernels).")
     return "\n".join(lines) + "\n"
 
 

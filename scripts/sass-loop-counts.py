@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Counts the instructions of the loops that issue tensor-core mma (HMMA) in
+a kernel's SASS: per loop, instructions, HMMA, cp.async (LDGSTS), shared
+loads (LDS) and barriers, and instructions per HMMA. A static count of one
+pass through the loop body: what the GPU issues per K-step, before stalls.
+
+  scripts/sass-loop-counts.py KERNEL.cu [--nvdisasm PATH] [--match TEXT ...]
+
+compiles KERNEL.cu for sm_90 (nvcc -cubin, the flags of
+scripts/compile-kernels.sh), disassembles it and prints each kernel whose
+demangled name contains every TEXT. nvdisasm ships with the full CUDA
+toolkit, or from PyPI (pip install nvidia-cuda-nvdisasm: nvidia/cu13/bin/).
+"""
+import argparse
+import collections
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def kernels(sass):
+    """(mangled name, [instruction text]) per kernel, with label positions."""
+    parts = re.split(r"\n\s*\.text\.(\S+):", sass)
+    for i in range(1, len(parts), 2):
+        instructions, labels = [], {}
+        for line in parts[i + 1].split("\n"):
+            label = re.match(r"^\.(L_x_\d+):", line.strip())
+            if label:
+                labels[label.group(1)] = len(instructions)
+                continue
+            op = re.search(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", line)
+            if op:
+                instructions.append(op.group(1))
+        yield parts[i].rstrip(":"), instructions, labels
+
+
+def mma_loops(instructions, labels):
+    """The loops (a backward branch to a label) whose body issues HMMA."""
+    for j, text in enumerate(instructions):
+        branch = re.search(r"BRA\s+`?\(?\.?(L_x_\d+)", text)
+        if branch and labels.get(branch.group(1), j + 1) <= j:
+            body = instructions[labels[branch.group(1)]: j + 1]
+            if any("HMMA" in x for x in body):
+                yield body
+
+
+def opcode(text):
+    return re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("source")
+    parser.add_argument("--nvdisasm", default="nvdisasm")
+    parser.add_argument("--match", nargs="*", default=[])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = os.path.join(tmp, "k.cubin")
+        subprocess.run(["nvcc", "-std=c++20", "-O3", "-Iinclude", "-Isrc", "-I.", "-Ibuild/release/include",
+                        "-gencode", "arch=compute_90,code=sm_90", "-cubin", args.source, "-o", cubin],
+                       cwd=ROOT, check=True)
+        sass = subprocess.run([args.nvdisasm, "-c", cubin], check=True, capture_output=True, text=True).stdout
+    for name, instructions, labels in kernels(sass):
+        readable = subprocess.run(["c++filt", name], capture_output=True, text=True).stdout.strip()
+        if not all(m in readable for m in args.match):
+            continue
+        for body in mma_loops(instructions, labels):
+            ops = collections.Counter(opcode(x) for x in body)
+            print(f"{readable}\n  loop: {len(body)} instructions, HMMA {ops['HMMA']}, LDGSTS {ops['LDGSTS']}, "
+                  f"LDS {ops['LDS']}, BAR {ops['BAR']}; {len(body) / ops['HMMA']:.1f} per HMMA")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
