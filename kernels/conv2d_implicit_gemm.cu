@@ -631,7 +631,15 @@ void with_mma_tag(TensorCorePrecision p, F&& f) {
 // (kernels/conv2d_implicit_gemm_channels_last.cuh).
 
 // One group's channels, padded to whole 16-byte vectors.
-int padded4(int channels) { return (channels + 3) / 4 * 4; }
+template <typename I>
+I padded4(I channels) {
+  return (channels + 3) / 4 * 4;
+}
+
+// The largest copy (in elements) version 4 indexes: 32-bit indices with
+// room for a stage's rounding of the depth (+15) and a grid-stride loop's
+// last step (up to 1024 blocks of 256 threads) past the end.
+constexpr std::int64_t kChannelsLastIndexLimit = kIndexLimit - (std::int64_t{1} << 20);
 
 // The copies a pass makes, in elements: the image channels-last and the
 // filter taps-major (none for backward-weights, which runs version 3's).
@@ -640,7 +648,7 @@ struct ChannelsLastCopies {
 };
 
 ChannelsLastCopies channels_last_copies(const Conv2dDesc& d, ConvPass pass) {
-  const std::int64_t Cg4 = padded4(static_cast<int>(d.C_per_group())), Kg4 = padded4(static_cast<int>(d.K_per_group()));
+  const std::int64_t Cg4 = padded4(d.C_per_group()), Kg4 = padded4(d.K_per_group());
   if (pass == ConvPass::forward) return {d.N * d.H * d.W * d.groups * Cg4, d.K * d.R * d.S * Cg4};
   if (pass == ConvPass::backward_data) return {d.N * d.P() * d.Q() * d.groups * Kg4, d.C * d.R * d.S * Kg4};
   return {};
@@ -781,7 +789,7 @@ void launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(TensorCorePrecis
 std::string conv2d_implicit_gemm_channels_last_cannot_implement(const Conv2dDesc& d) {
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data}) {
     const ChannelsLastCopies c = channels_last_copies(d, pass);
-    if (std::max(c.image, c.filter) > kIndexLimit)
+    if (std::max(c.image, c.filter) > kChannelsLastIndexLimit)
       return detail::concat("the channels-last copy of ", conv_pass_name(pass), "'s operands has ",
                             std::max(c.image, c.filter), " elements, past 32-bit indices");
     const std::int64_t bytes = (c.image + c.filter) * 4;

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -514,6 +515,13 @@ TEST(ConvTensorCore, ChannelsLastWorkspaceIsItsCopies) {
                 .find("workspace_limit"),
             std::string::npos);
   EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, tight, kPipelined), "");
+  // 2^31 - 3 channels fit 32-bit indices; padded to 2^31 they do not.
+  Conv2dDesc wide = make(1, (std::int64_t{1} << 31) - 3, 1, 1, 1, 1, 1, 0);
+  wide.workspace_limit = std::numeric_limits<decltype(wide.workspace_limit)>::max();
+  EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, wide, kPipelined), "");
+  EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, wide, kChannelsLast)
+                .find("32-bit indices"),
+            std::string::npos);
 }
 
 TEST(ConvTensorCore, ChannelsLastNamesAMissingOrMisalignedWorkspace) {
