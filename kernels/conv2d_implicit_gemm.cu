@@ -658,9 +658,7 @@ constexpr int kTransposeTile = 32, kTransposeThreads = 256;
 
 // Rounded to tf32 when `round` (the tensor-core kernel's stages then hold
 // what its fragments read), else as it is.
-__device__ __forceinline__ float maybe_tf32(float v, bool round) {
-  return round ? __uint_as_float(dev::cvt_rna_tf32(v)) : v;
-}
+__device__ __forceinline__ float maybe_tf32(float v, bool round) { return round ? dev::tf32_rounded(v) : v; }
 
 // img[n][grp*Cg + c][hw] to out[n][hw][grp][c4] (c4 < Cg4, zeros from Cg on),
 // a 32 x 32 tile (channels by pixels) per block through shared memory, so
@@ -693,6 +691,14 @@ void to_channels_last(const float* img, float* out, int N, int groups, int Cg, i
   const int c_tiles = static_cast<int>(ceil_div(groups * Cg4, kTransposeTile));
   launch(to_channels_last_kernel, dim3(static_cast<unsigned>(static_cast<std::int64_t>(N) * c_tiles * hw_tiles)),
          dim3(kTransposeThreads), 0, nullptr, img, out, groups, Cg, Cg4, HW, hw_tiles, c_tiles, round);
+}
+
+// The patch of an image copied channels-last: ps's taps and positions, its
+// channels those of the copy (groups of Cg4).
+staged::PatchShape channels_last_patch(staged::PatchShape ps, int groups, int Cg4) {
+  ps.C = groups * Cg4;
+  ps.Cg = Cg4;
+  return ps;
 }
 
 // Forward's A: wr[row][rs][c4] = w[row][c][rs] (row = grp*Kg + k; zeros
@@ -822,10 +828,7 @@ void launch_conv2d_implicit_gemm_channels_last_mma_forward(TensorCorePrecision p
   const ForwardProblem<float> pb{g,  static_cast<const float*>(x), static_cast<const float*>(w),
                                  static_cast<const float*>(b), static_cast<float*>(y), g.Kg, g.N * g.PQ,
                                  g.RS * Cg4};
-  staged::PatchShape ps = image_patch(g);
-  ps.C = groups * Cg4;
-  ps.Cg = Cg4;
-  run_channels_last(precision, pb, {ps, img, wr, g.RS * Cg4}, groups);
+  run_channels_last(precision, pb, {channels_last_patch(image_patch(g), groups, Cg4), img, wr, g.RS * Cg4}, groups);
 }
 
 void launch_conv2d_implicit_gemm_channels_last_mma_backward_data(TensorCorePrecision precision, const Conv2dDesc& d,
@@ -852,10 +855,8 @@ void launch_conv2d_implicit_gemm_channels_last_mma_backward_data(TensorCorePreci
       // Only the problem's sizes and store are read: A and B are the copies.
       const BackwardDataProblem<float> pb{g,  static_cast<const float*>(dy), static_cast<const float*>(w), nullptr,
                                           static_cast<float*>(dx), ph, pw, g.Cg, g.N * ph.count * pw.count, depth};
-      staged::PatchShape ps = phase_patch(g, ph, pw);
-      ps.C = groups * Kg4;
-      ps.Cg = Kg4;
-      run_channels_last(precision, pb, {ps, img, wt, depth}, groups);
+      run_channels_last(precision, pb, {channels_last_patch(phase_patch(g, ph, pw), groups, Kg4), img, wt, depth},
+                        groups);
       wt += total;
     }
 }

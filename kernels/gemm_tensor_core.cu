@@ -592,7 +592,7 @@ struct V4Copier {
       float v[4];
       dev::load16(at, v);
       CK_UNROLL
-      for (int e = 0; e < 4; ++e) v[e] = __uint_as_float(dev::cvt_rna_tf32(v[e]));
+      for (int e = 0; e < 4; ++e) v[e] = dev::tf32_rounded(v[e]);
       dev::store16(at, v);
     }
   }

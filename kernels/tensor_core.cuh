@@ -100,6 +100,10 @@ __device__ __forceinline__ std::uint32_t word_of(Element element, Index k0, int 
 __device__ __forceinline__ int mma_c_row(int lane, int e) { return lane / 4 + (e >= 2 ? 8 : 0); }
 __device__ __forceinline__ int mma_c_col(int lane, int e) { return lane % 4 * 2 + (e & 1); }
 
+// x rounded to tf32 (cvt.rna), as a float: what a stage holds when its
+// operands are rounded before the fragment reads.
+__device__ __forceinline__ float tf32_rounded(float x) { return __uint_as_float(cvt_rna_tf32(x)); }
+
 // The fragment word at p, converted as it is read: *p rounded to tf32, or
 // p[0] and p[1] (one 8-byte load: p 8-byte aligned) packed as two bf16.
 template <TensorCorePrecision P>
