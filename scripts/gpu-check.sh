@@ -407,10 +407,15 @@ train() {
     # high-tc4 is tf32 with the tensor-core conv family pinned to version 4
     # (channels-last; the JSON line's pinned_kernels says so), which the
     # default tf32 run takes only once a GPU has measured it against v3.
-    for variant in highest high high-tc4; do
+    # The -tuned variants run conv benchmark mode (CONVKIT_CONV_BENCHMARK=1:
+    # each pass of each layer timed over the algorithms and the kernel
+    # versions worth timing, as PyTorch's cudnn.benchmark below; the JSON
+    # line's conv_benchmark says so), and log each layer's plan to stderr.
+    for variant in highest high high-tc4 highest-tuned high-tuned; do
       precision=${variant%%-*}
       pin=(); [ $variant = high-tc4 ] && pin=(CONVKIT_KERNEL_CONV2D_IMPLICIT_GEMM_TENSOR_CORE=4)
-      profile=; [ $precision = highest ] && profile=--profile
+      [ "${variant#*-}" = tuned ] && pin=(CONVKIT_CONV_BENCHMARK=1 CONVKIT_CONV_LOG=1)
+      profile=; [ $variant = highest ] && profile=--profile
       lines=$(env ${pin[@]+"${pin[@]}"} timeout $train_cap_s "$cli" bench train "$model" --device $device --batch "$batch" \
         --steps $steps_n --warmup $warmup --optimizer sgd --float32-precision $precision --json $profile) || return 1
       printf '%s\n' "$lines"

@@ -153,7 +153,8 @@ def train_summary(path):
             device = r["device"].split(":")[0]
             tf32 = device != "cpu" and r.get("float32_precision", "highest") == "high"
             pinned = "_pinned" if r.get("pinned_kernels") else ""
-            rows[key]["convkit_" + device + ("_tf32" if tf32 else "") + pinned] = r["images_per_sec"]
+            tuned = "_tuned" if r.get("conv_benchmark") else ""
+            rows[key]["convkit_" + device + ("_tf32" if tf32 else "") + pinned + tuned] = r["images_per_sec"]
     out = []
     for (model, batch), cols in sorted(rows.items()):
         gpu = cols.get("convkit_cuda") or cols.get("convkit_sim")
@@ -164,6 +165,11 @@ def train_summary(path):
             row["convkit_over_pytorch_fp32"] = cols["convkit_cuda"] / cols["pytorch_fp32"]
         if cols.get("convkit_cuda_tf32") and cols.get("pytorch_tf32"):
             row["convkit_over_pytorch_tf32"] = cols["convkit_cuda_tf32"] / cols["pytorch_tf32"]
+        # Tuned: convkit's benchmark mode, per pass, as PyTorch's cudnn.benchmark.
+        if cols.get("convkit_cuda_tuned") and cols.get("pytorch_fp32"):
+            row["tuned_over_pytorch_fp32"] = cols["convkit_cuda_tuned"] / cols["pytorch_fp32"]
+        if cols.get("convkit_cuda_tf32_tuned") and cols.get("pytorch_tf32"):
+            row["tuned_over_pytorch_tf32"] = cols["convkit_cuda_tf32_tuned"] / cols["pytorch_tf32"]
         out.append(row)
     return {"runs": runs, "rows": out}
 
@@ -301,23 +307,29 @@ def markdown(s):
     if tr is None:
         lines.append("no train.jsonl")
     else:
-        lines += ["| model | batch | convkit cpu | convkit gpu | gpu/cpu | convkit gpu TF32 | "
-                  "convkit gpu TF32, pinned | PyTorch FP32 | PyTorch TF32 | convkit/PyTorch FP32 | "
-                  "convkit/PyTorch TF32 |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += ["| model | batch | convkit cpu | convkit gpu | convkit gpu, tuned | gpu/cpu | convkit gpu TF32 | "
+                  "convkit gpu TF32, tuned | convkit gpu TF32, pinned | PyTorch FP32 | PyTorch TF32 | "
+                  "convkit/PyTorch FP32 | tuned/PyTorch FP32 | convkit/PyTorch TF32 | tuned/PyTorch TF32 |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+                  "| ---: |"]
         for r in tr["rows"]:
-            gpu = r.get("convkit_cuda") or r.get("convkit_sim")
-            gpu_tf32 = r.get("convkit_cuda_tf32") or r.get("convkit_sim_tf32")
-            pinned = r.get("convkit_cuda_tf32_pinned") or r.get("convkit_sim_tf32_pinned")
-            lines.append(f"| {r['model']} | {r['batch']} | {fmt(r.get('convkit_cpu'))} | {fmt(gpu)} | "
-                         f"{fmt(r.get('gpu_over_cpu'), '{:.2f}x')} | {fmt(gpu_tf32)} | {fmt(pinned)} | "
-                         f"{fmt(r.get('pytorch_fp32'))} | "
-                         f"{fmt(r.get('pytorch_tf32'))} | {fmt(r.get('convkit_over_pytorch_fp32'), '{:.2f}x')} | "
-                         f"{fmt(r.get('convkit_over_pytorch_tf32'), '{:.2f}x')} |")
+            def col(name):
+                return r.get("convkit_cuda" + name) or r.get("convkit_sim" + name)
+            ratio = '{:.2f}x'
+            lines.append(f"| {r['model']} | {r['batch']} | {fmt(r.get('convkit_cpu'))} | {fmt(col(''))} | "
+                         f"{fmt(col('_tuned'))} | {fmt(r.get('gpu_over_cpu'), ratio)} | {fmt(col('_tf32'))} | "
+                         f"{fmt(col('_tf32_tuned'))} | {fmt(col('_tf32_pinned'))} | {fmt(r.get('pytorch_fp32'))} | "
+                         f"{fmt(r.get('pytorch_tf32'))} | {fmt(r.get('convkit_over_pytorch_fp32'), ratio)} | "
+                         f"{fmt(r.get('tuned_over_pytorch_fp32'), ratio)} | "
+                         f"{fmt(r.get('convkit_over_pytorch_tf32'), ratio)} | "
+                         f"{fmt(r.get('tuned_over_pytorch_tf32'), ratio)} |")
         if env.get("mode") == "sim":
             lines.append("\nsim runs the CUDA kernels on the CPU emulator: its figures test the pipeline, "
                          "not a GPU's speed.")
-        lines.append("\nThe pinned column is TF32 with the kernel versions its JSON lines name (pinned_kernels).")
+        lines.append("\nThe pinned column is TF32 with the kernel versions its JSON lines name (pinned_kernels). "
+                     "Tuned columns ran with conv benchmark mode (CONVKIT_CONV_BENCHMARK=1: each pass of each "
+                     "layer timed over the algorithms and kernel versions, as PyTorch's cudnn.benchmark, "
+                     "which both PyTorch columns use).")
     return "\n".join(lines) + "\n"
 
 

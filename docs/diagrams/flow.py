@@ -13,12 +13,12 @@ FACTS = [
     ("src/nn/conv.cpp", "return conv2d(x, weight, bias, options_.params());"),
     ("src/ops/conv.cpp", "Tensor conv2d(const Tensor& x_in, const Tensor& w_in"),
     ("src/ops/conv.cpp", "Conv2dDesc make_conv2d_desc("),
-    ("src/ops/conv.cpp", "const ConvAlgo algo = select_conv_algo("),
+    ("src/ops/conv.cpp", "const ConvPlan plan = select_conv_plan("),
     ("src/ops/conv.cpp", "backend.conv2d_forward(algo, d,"),
     ("src/ops/conv.cpp", "return record(y, \"Conv2dBackward\""),
-    ("src/ops/conv_algo_selection.cpp", "ConvAlgo select_conv_algo("),
-    ("src/ops/conv_algo_selection.cpp", "chosen = backend_for(device).conv2d_heuristic(desc, dtype);"),
-    ("src/ops/conv_algo_selection.cpp", "chosen = benchmark_winner(desc, dtype, device, report);"),
+    ("src/ops/conv_algo_selection.cpp", "ConvPlan select_conv_plan("),
+    ("src/ops/conv_algo_selection.cpp", "same_for_every_pass(backend_for(device).conv2d_heuristic(desc, dtype))"),
+    ("src/ops/conv_algo_selection.cpp", "plan = benchmark_plan(desc, dtype, device, report);"),
     ("include/convkit/backend/backend.h", "Backend& backend_for(Device device);"),
     ("include/convkit/backend/backend.h", "virtual bool supports(BackendOp op) const;"),
     ("include/convkit/backend/backend.h", "std::vector<BackendOp> fallbacks() const;"),
@@ -82,8 +82,8 @@ def draw():
     s.box(24, 84, 330, 100, "ops", "nn::Conv2d::forward(x)", ["src/nn/conv.cpp", "conv2d(x, weight, bias,",
                                                               "       options_.params())"])
     s.box(410, 84, 806, 100, "ops", "conv2d()  src/ops/conv.cpp",
-          ["checks \u2192 make_conv2d_desc \u2192 select_conv_algo (conv_algo_selection.cpp: auto \u2192 the",
-           "backend's conv2d_heuristic, or timing) \u2192 conv2d_supports \u2192 conv2d_forward (+ workspace)",
+          ["checks \u2192 make_conv2d_desc \u2192 select_conv_plan (conv_algo_selection.cpp: auto \u2192 the",
+           "backend's conv2d_heuristic, or each pass timed) \u2192 conv2d_supports \u2192 conv2d_forward",
            "\u2192 autograd::record(\"Conv2dBackward\"): backward runs conv2d_backward_data/_weights"])
     s.arrow(354, 134, 408, 134)
 

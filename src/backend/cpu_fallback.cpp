@@ -301,6 +301,8 @@ ConvAlgo Backend::conv2d_heuristic(const Conv2dDesc& desc, DType dtype) {
   return f.cpu().conv2d_heuristic(desc, dtype);
 }
 
+KernelChoices Backend::conv2d_kernel_choices(ConvAlgo, const Conv2dDesc&, DType) { return {}; }
+
 void Backend::conv2d_forward(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
                              const Tensor& b, const Tensor& y, const Tensor& workspace) {
   CpuFallback f(*this, BackendOp::conv2d);

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "convkit/core/error.h"
 
@@ -21,6 +23,19 @@ struct Registry {
 Registry& registry() {
   static Registry r;
   return r;
+}
+
+// This thread's ScopedKernelVersion stack, innermost last.
+std::vector<std::pair<std::string, int>>& scoped_versions() {
+  thread_local std::vector<std::pair<std::string, int>> scopes;
+  return scopes;
+}
+
+int scoped_version(const std::string& family) {
+  const auto& scopes = scoped_versions();
+  for (auto it = scopes.rbegin(); it != scopes.rend(); ++it)
+    if (it->first == family) return it->second;
+  return 0;
 }
 
 int from_environment(const std::string& family) {
@@ -62,9 +77,15 @@ void set_kernel_version(const std::string& family, int version) {
 }
 
 int kernel_version(const std::string& family) {
+  const int scoped = scoped_version(family);
   std::lock_guard lock(registry().mutex);
   auto it = registry().families.find(family);
   CK_CHECK(it != registry().families.end(), "kernel_version: unknown kernel family '", family, "'");
+  if (scoped) {
+    CK_CHECK(scoped <= it->second.versions, "ScopedKernelVersion: ", family, " has versions 1..",
+             it->second.versions, ", got ", scoped);
+    return scoped;
+  }
   if (auto c = registry().chosen.find(family); c != registry().chosen.end()) return c->second;
   const int env = from_environment(family);
   CK_CHECK(env >= 0 && env <= it->second.versions, "CONVKIT_KERNEL_", family, "=", env, ": ", family,
@@ -73,11 +94,36 @@ int kernel_version(const std::string& family) {
 }
 
 bool kernel_version_pinned(const std::string& family) {
+  if (scoped_version(family) != 0) return true;
   {
     std::lock_guard lock(registry().mutex);
     if (registry().chosen.count(family) != 0) return true;
   }
   return from_environment(family) != 0;
+}
+
+std::vector<int> tuning_versions(const std::string& family) {
+  if (kernel_version_pinned(family)) return {};
+  std::lock_guard lock(registry().mutex);
+  auto it = registry().families.find(family);
+  CK_CHECK(it != registry().families.end(), "tuning_versions: unknown kernel family '", family, "'");
+  std::vector<int> versions;
+  for (int v = it->second.default_version; v <= it->second.versions; ++v) versions.push_back(v);
+  return versions;
+}
+
+ScopedKernelVersion::ScopedKernelVersion(const std::string& family, int version) {
+  if (version == 0) return;
+  // The family may register later (launchers register on first use), so the
+  // version is checked against it where kernel_version reads it.
+  CK_CHECK(version > 0 && !family.empty(), "ScopedKernelVersion: needs a family and a version >= 1 (0 changes "
+           "nothing), got '", family, "' ", version);
+  scoped_versions().emplace_back(family, version);
+  active_ = true;
+}
+
+ScopedKernelVersion::~ScopedKernelVersion() {
+  if (active_) scoped_versions().pop_back();
 }
 
 }  // namespace convkit

@@ -21,6 +21,7 @@
 #include "convkit/core/host_info.h"
 #include "convkit/models/zoo.h"
 #include "convkit/nn/module.h"
+#include "convkit/ops/conv_algo.h"
 #include "convkit/ops/factory.h"
 #include "convkit/optim/optimizer.h"
 #include "convkit/train/loss.h"
@@ -144,6 +145,7 @@ int bench_train(const Args& args) {
         .add("algo", algo)
         .add("float32_precision", precision)
         .add("pinned_kernels", pinned)
+        .add("conv_benchmark", conv_benchmark_mode())
         .add("optimizer", optimizer_name)
         .add("batch", batch)
         .add("steps", steps)

@@ -34,7 +34,7 @@ const ConvAlgorithm* ConvAlgorithmRegistry::find(ConvAlgo algo) const {
 
 const ConvAlgorithm& ConvAlgorithmRegistry::get(ConvAlgo algo) const {
   CK_CHECK(algo != ConvAlgo::automatic, backend_, " conv2d: 'automatic' is not an algorithm; resolve it first "
-           "(select_conv_algo, or the backend's conv2d_heuristic)");
+           "(select_conv_plan, or the backend's conv2d_heuristic)");
   const ConvAlgorithm* a = find(algo);
   CK_CHECK(a != nullptr, "conv2d: algorithm ", conv_algo_name(algo), " has no ", backend_, " implementation");
   return *a;

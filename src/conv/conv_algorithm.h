@@ -32,6 +32,15 @@ class ConvAlgorithm {
   virtual std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const = 0;
   // Enough for every pass: the maximum of the three.
   std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype) const;
+  // The kernel family this algorithm runs `desc` with in `dtype` at the
+  // current float32 precision, and its versions worth timing there: what
+  // benchmark mode (convkit/ops/conv_algo.h) times beside the algorithm.
+  // None on cpu, whose algorithms have no numbered versions.
+  virtual KernelChoices kernel_choices(const Conv2dDesc& desc, DType dtype) const {
+    (void)desc;
+    (void)dtype;
+    return {};
+  }
 
   // y = conv(x, w) + b. b may be nullptr (no bias).
   virtual void forward(const Conv2dDesc& desc, DType dtype, const void* x, const void* w,

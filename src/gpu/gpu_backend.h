@@ -76,6 +76,7 @@ class GpuBackend final : public Backend {
   Support conv2d_supports(ConvAlgo algo, const Conv2dDesc& desc) override;
   std::size_t conv2d_workspace_bytes(ConvAlgo algo, const Conv2dDesc& desc, DType dtype, ConvPass pass) override;
   ConvAlgo conv2d_heuristic(const Conv2dDesc& desc, DType dtype) override;
+  KernelChoices conv2d_kernel_choices(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) override;
   void conv2d_forward(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const Tensor& workspace) override;
   void conv2d_backward_data(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& dy, const Tensor& w, const Tensor& dx, const Tensor& workspace) override;
   void conv2d_backward_weights(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& dw, const Tensor& db, const Tensor& workspace) override;

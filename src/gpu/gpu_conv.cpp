@@ -64,6 +64,11 @@ Support GpuBackend::conv2d_supports(ConvAlgo algo, const Conv2dDesc& desc) {
   return conv::dispatch_supports(conv_registry(), algo, desc);
 }
 
+KernelChoices GpuBackend::conv2d_kernel_choices(ConvAlgo algo, const Conv2dDesc& desc, DType dtype) {
+  const conv::ConvAlgorithm* a = conv_registry().find(algo);
+  return a ? a->kernel_choices(desc, dtype) : KernelChoices{};
+}
+
 std::size_t GpuBackend::conv2d_workspace_bytes(ConvAlgo algo, const Conv2dDesc& desc, DType dtype,
                                                ConvPass pass) {
   return conv::dispatch_workspace_bytes(conv_registry(), algo, desc, dtype, pass);

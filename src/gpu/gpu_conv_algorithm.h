@@ -6,6 +6,7 @@
 #include <string>
 
 #include "conv/conv_algorithm.h"
+#include "convkit/backend/kernel_versions.h"
 #include "convkit/sim/cuda_compat.h"
 
 namespace convkit::CK_GPU_NS {
@@ -15,6 +16,16 @@ inline constexpr const char* kConvBackendName = "cuda";
 #else
 inline constexpr const char* kConvBackendName = "sim";
 #endif
+
+// ConvAlgorithm::kernel_choices for a GPU algorithm: `family`'s
+// tuning_versions that `runs(version)` accepts for the descriptor at hand.
+template <class Runs>
+KernelChoices kernel_choices_of(const std::string& family, Runs runs) {
+  KernelChoices choices{family, {}};
+  for (int v : tuning_versions(family))
+    if (runs(v)) choices.versions.push_back(v);
+  return choices;
+}
 
 // This build's implementations (sim and cuda each have their own).
 conv::ConvAlgorithmRegistry& conv_registry();

@@ -58,6 +58,13 @@ class DirectGpuConv final : public conv::ConvAlgorithm {
     if (db != nullptr) launch_bias_gradient(dtype, dy, desc.N, desc.K, desc.P() * desc.Q(), db);
   }
 
+  KernelChoices kernel_choices(const Conv2dDesc& desc, DType dtype) const override {
+    conv2d_direct_version();  // registers the family
+    const ConvGeometry g = conv_geometry(desc);
+    return kernel_choices_of("conv2d_direct",
+                             [&](int v) { return conv2d_direct_can_implement(v, g, dtype, nullptr); });
+  }
+
  private:
   // Every pass re-checks what it relies on, so a direct caller of the
   // algorithm gets an Error, not a wrong launch.

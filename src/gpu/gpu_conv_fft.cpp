@@ -247,6 +247,13 @@ class FftGpuConv final : public conv::ConvAlgorithm {
 
   Support supports(const Conv2dDesc& desc) const override { return check_supported(desc); }
 
+  KernelChoices kernel_choices(const Conv2dDesc& desc, DType dtype) const override {
+    (void)desc;
+    (void)dtype;
+    conv2d_fft_version();  // registers the family
+    return kernel_choices_of("conv2d_fft", [](int v) { return conv2d_fft_version_available(v, nullptr); });
+  }
+
   std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const override {
     check(desc, dtype, pass);
     const FftPlan plan = plan_fft(desc, dtype, pass);

@@ -201,6 +201,21 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
     return Support::yes();
   }
 
+  // Reduced precision times the tensor-core family where it can run the
+  // descriptor (its version 4 is a candidate there), else the strict one.
+  KernelChoices kernel_choices(const Conv2dDesc& desc, DType dtype) const override {
+    if (allow_tf32() && dtype == DType::float32) {
+      register_conv2d_implicit_gemm_tensor_core_family();
+      KernelChoices tc = kernel_choices_of("conv2d_implicit_gemm_tensor_core", [&](int v) {
+        return conv2d_implicit_gemm_tensor_core_cannot_implement(dtype, desc, v).empty();
+      });
+      if (!tc.versions.empty() || reduced_precision_version(desc, dtype) != 0) return tc;
+    }
+    register_conv2d_implicit_gemm_family();
+    return kernel_choices_of("conv2d_implicit_gemm",
+                             [&](int v) { return conv2d_implicit_gemm_cannot_implement(dtype, desc, v).empty(); });
+  }
+
   std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const override {
     desc.validate(op_name(pass).c_str());
     CK_CHECK(is_floating(dtype), op_name(pass), ": dtype ", dtype, " is not supported (float32 or float64)");

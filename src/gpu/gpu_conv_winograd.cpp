@@ -134,6 +134,13 @@ class WinogradGpuConv final : public conv::ConvAlgorithm {
 
   Support supports(const Conv2dDesc& desc) const override { return check_supported(desc); }
 
+  KernelChoices kernel_choices(const Conv2dDesc& desc, DType dtype) const override {
+    (void)desc;
+    (void)dtype;
+    conv2d_winograd_version();  // registers the family
+    return kernel_choices_of("conv2d_winograd", [](int) { return true; });
+  }
+
   std::size_t workspace_bytes(const Conv2dDesc& desc, DType dtype, ConvPass pass) const override {
     check(desc, dtype, pass);
     const WinogradPlan plan = plan_winograd(desc, dtype, pass, forced_tile_);

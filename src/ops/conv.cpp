@@ -1,8 +1,9 @@
 // conv2d: argument checks, 'same' padding, algorithm selection, workspace,
-// and the backward that runs the same algorithm's two backward passes.
+// and the backward that runs the plan's two backward passes.
 #include "convkit/ops/conv.h"
 #include "core/op_scope.h"
 
+#include "convkit/backend/kernel_versions.h"
 #include "convkit/ops/conv_algo.h"
 #include "convkit/ops/factory.h"
 #include "ops/op_helpers.h"
@@ -27,6 +28,16 @@ Tensor workspace_for(Backend& backend, ConvAlgo algo, const Conv2dDesc& d, DType
   const std::size_t bytes = backend.conv2d_workspace_bytes(algo, d, dtype, pass);
   if (bytes == 0) return Tensor();
   return Tensor::empty({static_cast<std::int64_t>((bytes + 3) / 4)}, TensorOptions().device(device));
+}
+
+// Runs `run(algo, workspace)` as the plan says for `pass`: its algorithm,
+// its kernel version for the call (the workspace is sized under it too).
+template <class Run>
+void run_pass(Backend& backend, const ConvPlan& plan, ConvPass pass, const Conv2dDesc& d, DType dtype,
+              Device device, Run run) {
+  const ConvPassChoice& c = plan.at(pass);
+  const ScopedKernelVersion version(c.kernel_family, c.kernel_version);
+  run(c.algo, workspace_for(backend, c.algo, d, dtype, pass, device));
 }
 
 }  // namespace
@@ -66,21 +77,25 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const 
   const Device device = x_in.device();
   const DType dtype = x_in.dtype();
   Backend& backend = detail::backend_of(x_in);
-  const ConvAlgo algo = select_conv_algo(params.algo_, d, dtype, device);
-  const Support s = backend.conv2d_supports(algo, d);
-  CK_CHECK(s.ok, "conv2d: algorithm ", conv_algo_name(algo), " cannot run ", d, " on ", device, ": ", s.reason);
+  const ConvPlan plan = select_conv_plan(params.algo_, d, dtype, device);
+  for (const ConvAlgo algo : {plan.forward.algo, plan.backward_data.algo, plan.backward_weights.algo}) {
+    const Support s = backend.conv2d_supports(algo, d);
+    CK_CHECK(s.ok, "conv2d: algorithm ", conv_algo_name(algo), " cannot run ", d, " on ", device, ": ", s.reason);
+  }
 
   const Tensor x = x_in.detach().contiguous(), w = w_in.detach().contiguous();
   const Tensor b = b_in.defined() ? b_in.detach().contiguous() : Tensor();
   Tensor y = detail::new_empty({d.N, d.K, d.P(), d.Q()}, x);
-  backend.conv2d_forward(algo, d, x, w, b, y, workspace_for(backend, algo, d, dtype, ConvPass::forward, device));
+  run_pass(backend, plan, ConvPass::forward, d, dtype, device, [&](ConvAlgo algo, const Tensor& workspace) {
+    backend.conv2d_forward(algo, d, x, w, b, y, workspace);
+  });
 
   const bool need_x = x_in.requires_grad(), need_w = w_in.requires_grad();
   const bool need_b = b_in.defined() && b_in.requires_grad();
   std::vector<Tensor> inputs{x_in, w_in};
   if (b_in.defined()) inputs.push_back(b_in);
   return record(y, "Conv2dBackward", inputs,
-                [sx = SavedTensor(x), sw = SavedTensor(w), d, algo, need_x, need_w, need_b,
+                [sx = SavedTensor(x), sw = SavedTensor(w), d, plan, need_x, need_w, need_b,
                  has_b = b_in.defined()](const Tensor& g_in) {
                   const Tensor g = g_in.contiguous();
                   const Tensor& x = sx.get();
@@ -89,14 +104,19 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const 
                   std::vector<Tensor> grads(has_b ? 3 : 2);
                   if (need_x) {
                     grads[0] = detail::new_empty(x.shape(), x);
-                    backend.conv2d_backward_data(algo, d, g, w, grads[0],
-                                                 workspace_for(backend, algo, d, g.dtype(), ConvPass::backward_data, g.device()));
+                    run_pass(backend, plan, ConvPass::backward_data, d, g.dtype(), g.device(),
+                             [&](ConvAlgo algo, const Tensor& workspace) {
+                               backend.conv2d_backward_data(algo, d, g, w, grads[0], workspace);
+                             });
                   }
                   if (need_w || need_b) {
                     grads[1] = detail::new_empty(w.shape(), w);
                     if (has_b) grads[2] = detail::new_empty({d.K}, w);
-                    backend.conv2d_backward_weights(algo, d, x, g, grads[1], has_b ? grads[2] : Tensor(),
-                                                    workspace_for(backend, algo, d, g.dtype(), ConvPass::backward_weights, g.device()));
+                    run_pass(backend, plan, ConvPass::backward_weights, d, g.dtype(), g.device(),
+                             [&](ConvAlgo algo, const Tensor& workspace) {
+                               backend.conv2d_backward_weights(algo, d, x, g, grads[1], has_b ? grads[2] : Tensor(),
+                                                               workspace);
+                             });
                     if (!need_w) grads[1] = Tensor();
                   }
                   return grads;

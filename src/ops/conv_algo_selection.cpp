@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -5,6 +7,11 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <utility>
+#include <vector>
+
+#include "convkit/backend/kernel_versions.h"
+#include "convkit/backend/precision.h"
 
 #include "convkit/ops/conv_algo.h"
 #include "convkit/ops/factory.h"
@@ -19,13 +26,15 @@ bool env_flag(const char* name) {
   return v && *v && std::string(v) != "0";
 }
 
+constexpr ConvPass kPasses[] = {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights};
+
 struct SelectionState {
   std::mutex mutex;
   ConvAlgo default_algo = ConvAlgo::automatic;
   bool benchmark = env_flag("CONVKIT_CONV_BENCHMARK");
   bool logging = env_flag("CONVKIT_CONV_LOG");
-  std::map<std::string, ConvAlgo> cache;   // benchmark winners
-  std::map<std::string, bool> logged;      // descriptors already reported
+  std::map<std::string, ConvPassChoice> cache;  // benchmark winners, per pass
+  std::map<std::string, bool> logged;           // descriptors already reported
 };
 
 SelectionState& state() {
@@ -41,56 +50,124 @@ std::string desc_fields(const Conv2dDesc& d) {
   return os.str();
 }
 
-std::string cache_key(const Conv2dDesc& d, DType dtype, Device device) {
-  return device.str() + " " + std::string(dtype_name(dtype)) + " " + desc_fields(d);
+// "device dtype precision": what a descriptor's choice depends on besides
+// the descriptor and the pass.
+std::string context_key(DType dtype, Device device) {
+  return device.str() + " " + std::string(dtype_name(dtype)) + " " + to_string(float32_precision());
 }
 
-// Runs the three passes once with `algo` and returns the seconds taken.
-double time_algo(Backend& backend, ConvAlgo algo, const Conv2dDesc& d, DType dtype, Device device) {
-  const TensorOptions o = TensorOptions().dtype(dtype).device(device);
-  const Tensor x = randn({d.N, d.C, d.H, d.W}, o), w = randn({d.K, d.C_per_group(), d.R, d.S}, o);
-  const Tensor y = empty({d.N, d.K, d.P(), d.Q()}, o), dx = empty_like(x), dw = empty_like(w);
-  std::size_t ws = 0;
-  for (ConvPass p : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
-    ws = std::max(ws, backend.conv2d_workspace_bytes(algo, d, dtype, p));
-  const Tensor workspace = ws ? empty({static_cast<std::int64_t>((ws + 3) / 4)}, TensorOptions().device(device)) : Tensor();
-  backend.synchronize();
-  const auto start = std::chrono::steady_clock::now();
-  backend.conv2d_forward(algo, d, x, w, Tensor(), y, workspace);
-  backend.conv2d_backward_data(algo, d, y, w, dx, workspace);
-  backend.conv2d_backward_weights(algo, d, x, y, dw, Tensor(), workspace);
-  backend.synchronize();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+std::string pass_key(const std::string& context, ConvPass pass, const std::string& fields) {
+  return context + " " + std::string(conv_pass_name(pass)) + " " + fields;
 }
 
-ConvAlgo benchmark_winner(const Conv2dDesc& d, DType dtype, Device device, std::string& report) {
-  Backend& backend = backend_for(device);
-  ConvAlgo best = ConvAlgo::automatic;
-  double best_time = 0;
-  std::ostringstream os;
-  for (const ConvAlgoInfo& info : kConvAlgorithms) {
-    const ConvAlgo a = info.algo;
-    const Support s = backend.conv2d_supports(a, d);
-    if (!s) continue;
-    double t = 0;
-    try {
-      t = time_algo(backend, a, d, dtype, device);
-    } catch (const Error& e) {  // e.g. its workspace would exceed the limit
-      os << ' ' << conv_algo_name(a) << "=failed(" << e.what() << ")";
-      continue;
+std::string choice_text(const ConvPassChoice& c) {
+  std::string text(conv_algo_name(c.algo));
+  if (c.kernel_version != 0) text += " " + c.kernel_family + " " + std::to_string(c.kernel_version);
+  return text;
+}
+
+// The operands of one descriptor, random, allocated once for every candidate.
+struct TimingOperands {
+  Tensor x, w, y, dx, dw;
+};
+
+// Runs `pass` with `choice` once to warm up (first-launch costs, plans,
+// caches), then three times; returns the fastest run's seconds.
+double time_pass(Backend& backend, ConvPass pass, const ConvPassChoice& choice, const Conv2dDesc& d, DType dtype,
+                 Device device, const TimingOperands& t) {
+  const ScopedKernelVersion version(choice.kernel_family, choice.kernel_version);
+  const std::size_t ws = backend.conv2d_workspace_bytes(choice.algo, d, dtype, pass);
+  const Tensor workspace =
+      ws ? empty({static_cast<std::int64_t>((ws + 3) / 4)}, TensorOptions().device(device)) : Tensor();
+  const auto run = [&] {
+    switch (pass) {
+      case ConvPass::forward: backend.conv2d_forward(choice.algo, d, t.x, t.w, Tensor(), t.y, workspace); break;
+      case ConvPass::backward_data: backend.conv2d_backward_data(choice.algo, d, t.y, t.w, t.dx, workspace); break;
+      case ConvPass::backward_weights:
+        backend.conv2d_backward_weights(choice.algo, d, t.x, t.y, t.dw, Tensor(), workspace);
+        break;
     }
-    os << ' ' << conv_algo_name(a) << '=' << t * 1e3 << "ms";
-    if (best == ConvAlgo::automatic || t < best_time) {
-      best = a;
-      best_time = t;
-    }
+  };
+  run();
+  backend.synchronize();
+  double best = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    backend.synchronize();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (i == 0 || s < best) best = s;
   }
-  CK_CHECK(best != ConvAlgo::automatic, "conv2d: no algorithm supports ", d);
-  report = os.str();
   return best;
 }
 
+// Every supported algorithm, with each version of its kernel family worth
+// timing (or the process's version where none is listed).
+std::vector<ConvPassChoice> candidates(Backend& backend, const Conv2dDesc& d, DType dtype) {
+  std::vector<ConvPassChoice> out;
+  for (const ConvAlgoInfo& info : kConvAlgorithms) {
+    if (!backend.conv2d_supports(info.algo, d)) continue;
+    const KernelChoices k = backend.conv2d_kernel_choices(info.algo, d, dtype);
+    if (k.versions.empty()) out.push_back({info.algo, k.family, 0});
+    for (int v : k.versions) out.push_back({info.algo, k.family, v});
+  }
+  return out;
+}
+
+// The fastest candidate of each pass; `report` lists every candidate's time.
+ConvPlan benchmark_plan(const Conv2dDesc& d, DType dtype, Device device, std::string& report) {
+  Backend& backend = backend_for(device);
+  const TensorOptions o = TensorOptions().dtype(dtype).device(device);
+  TimingOperands t;
+  t.x = randn({d.N, d.C, d.H, d.W}, o);
+  t.w = randn({d.K, d.C_per_group(), d.R, d.S}, o);
+  t.y = randn({d.N, d.K, d.P(), d.Q()}, o);
+  t.dx = empty_like(t.x);
+  t.dw = empty_like(t.w);
+  const std::vector<ConvPassChoice> all = candidates(backend, d, dtype);
+  CK_CHECK(!all.empty(), "conv2d: no algorithm supports ", d);
+  ConvPlan plan;
+  std::ostringstream os;
+  for (ConvPass pass : kPasses) {
+    ConvPassChoice best;
+    double best_time = 0;
+    os << ' ' << conv_pass_name(pass) << ':';
+    for (const ConvPassChoice& c : all) {
+      os << ' ' << conv_algo_name(c.algo);
+      if (c.kernel_version != 0) os << "(v" << c.kernel_version << ')';
+      double s = 0;
+      try {
+        s = time_pass(backend, pass, c, d, dtype, device, t);
+      } catch (const Error& e) {  // e.g. its workspace would exceed the limit
+        os << "=failed(" << e.what() << ")";
+        continue;
+      }
+      os << '=' << s * 1e3 << "ms";
+      if (best.algo == ConvAlgo::automatic || s < best_time) {
+        best = c;
+        best_time = s;
+      }
+    }
+    CK_CHECK(best.algo != ConvAlgo::automatic, "conv2d: every algorithm failed ", conv_pass_name(pass), " of ", d,
+             ":", os.str());
+    (pass == ConvPass::forward ? plan.forward
+     : pass == ConvPass::backward_data ? plan.backward_data
+                                       : plan.backward_weights) = best;
+  }
+  report = os.str();
+  return plan;
+}
+
+ConvPlan same_for_every_pass(ConvAlgo algo) {
+  const ConvPassChoice c{algo, {}, 0};
+  return {c, c, c};
+}
+
 }  // namespace
+
+const ConvPassChoice& ConvPlan::at(ConvPass pass) const {
+  return pass == ConvPass::forward ? forward : pass == ConvPass::backward_data ? backward_data : backward_weights;
+}
 
 void set_default_conv_algo(ConvAlgo algo) {
   std::lock_guard lock(state().mutex);
@@ -117,48 +194,53 @@ void set_conv_algo_logging(bool on) {
   state().logging = on;
 }
 
-ConvAlgo select_conv_algo(ConvAlgo requested, const Conv2dDesc& desc, DType dtype, Device device) {
+ConvPlan select_conv_plan(ConvAlgo requested, const Conv2dDesc& desc, DType dtype, Device device) {
   SelectionState& s = state();
   std::unique_lock lock(s.mutex);
   if (requested == ConvAlgo::automatic) requested = s.default_algo;
-  if (requested != ConvAlgo::automatic) return requested;
-  const std::string key = cache_key(desc, dtype, device);
-  ConvAlgo chosen;
+  if (requested != ConvAlgo::automatic) return same_for_every_pass(requested);
+  const std::string context = context_key(dtype, device);
+  const std::string fields = desc_fields(desc);
+  ConvPlan plan;
   std::string how;
   if (s.benchmark) {
-    if (auto it = s.cache.find(key); it != s.cache.end()) {
-      chosen = it->second;
+    const auto cached = [&](ConvPass pass) { return s.cache.find(pass_key(context, pass, fields)); };
+    if (std::all_of(std::begin(kPasses), std::end(kPasses), [&](ConvPass p) { return cached(p) != s.cache.end(); })) {
+      plan = {cached(ConvPass::forward)->second, cached(ConvPass::backward_data)->second,
+              cached(ConvPass::backward_weights)->second};
       how = "benchmark (cached)";
     } else {
       lock.unlock();  // timing runs convolutions; other threads may select meanwhile
       std::string report;
-      chosen = benchmark_winner(desc, dtype, device, report);
+      plan = benchmark_plan(desc, dtype, device, report);
       lock.lock();
-      s.cache[key] = chosen;
+      for (ConvPass pass : kPasses) s.cache[pass_key(context, pass, fields)] = plan.at(pass);
       how = "benchmark:" + report;
     }
   } else {
     lock.unlock();
-    chosen = backend_for(device).conv2d_heuristic(desc, dtype);
+    plan = same_for_every_pass(backend_for(device).conv2d_heuristic(desc, dtype));
     lock.lock();
     how = "heuristic";
   }
+  const std::string key = context + " " + fields;
   if (s.logging && !s.logged[key]) {
     s.logged[key] = true;
-    std::fprintf(stderr, "convkit: conv2d %s on %s %s -> %s (%s)\n", desc.str().c_str(),
-                 device.str().c_str(), std::string(dtype_name(dtype)).c_str(),
-                 std::string(conv_algo_name(chosen)).c_str(), how.c_str());
+    std::fprintf(stderr, "convkit: conv2d %s on %s %s (%s) -> forward %s, backward_data %s, backward_weights %s (%s)\n",
+                 desc.str().c_str(), device.str().c_str(), std::string(dtype_name(dtype)).c_str(),
+                 to_string(float32_precision()).c_str(), choice_text(plan.forward).c_str(),
+                 choice_text(plan.backward_data).c_str(), choice_text(plan.backward_weights).c_str(), how.c_str());
   }
-  return chosen;
+  return plan;
 }
 
 void save_conv_algo_cache(const std::string& path) {
   std::ostringstream os;
   {
     std::lock_guard lock(state().mutex);
-    os << "# convkit conv algorithm cache: device dtype N C H W K R S stride_h stride_w pad_top "
-          "pad_bottom pad_left pad_right dilation_h dilation_w groups -> algo\n";
-    for (const auto& [key, algo] : state().cache) os << key << " -> " << conv_algo_name(algo) << '\n';
+    os << "# convkit conv algorithm cache: device dtype precision pass N C H W K R S stride_h stride_w pad_top "
+          "pad_bottom pad_left pad_right dilation_h dilation_w groups -> algo [kernel-family version]\n";
+    for (const auto& [key, choice] : state().cache) os << key << " -> " << choice_text(choice) << '\n';
   }
   const std::string tmp = path + ".tmp";
   {
@@ -172,33 +254,71 @@ void save_conv_algo_cache(const std::string& path) {
            " to ", path);
 }
 
+namespace {
+
+// One line's key (normalised) and choice; `where` ("file:line") starts every error.
+std::pair<std::vector<std::string>, ConvPassChoice> parse_cache_line(const std::string& line,
+                                                                     const std::string& where) {
+  const auto arrow = line.find(" -> ");
+  CK_CHECK(arrow != std::string::npos, where, ": expected 'key -> algo', got '", line, "'");
+  std::istringstream key(line.substr(0, arrow));
+  std::vector<std::string> tokens;
+  for (std::string t; key >> t;) tokens.push_back(t);
+  // The older form has no precision and pass: its algorithm ran every pass, at highest.
+  const bool old_form = tokens.size() == 18;
+  CK_CHECK(old_form || tokens.size() == 20, where,
+           ": expected a device, a dtype, a float32 precision, a pass and 16 descriptor fields");
+  ConvPassChoice choice;
+  try {
+    Device::parse(tokens[0]);
+    if (!old_form) {
+      parse_float32_precision(tokens[2]);
+      CK_CHECK(tokens[3] == conv_pass_name(ConvPass::forward) || tokens[3] == conv_pass_name(ConvPass::backward_data) ||
+                   tokens[3] == conv_pass_name(ConvPass::backward_weights),
+               "'", tokens[3], "' is not a pass (forward, backward_data or backward_weights)");
+    }
+    const auto integer = [](const std::string& t, auto& value) {
+      const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+      return ec == std::errc() && end == t.data() + t.size();
+    };
+    for (std::size_t i = old_form ? 2 : 4; i < tokens.size(); ++i) {
+      std::int64_t field = 0;
+      CK_CHECK(integer(tokens[i], field), "'", tokens[i], "' is not a descriptor field");
+    }
+    std::istringstream value(line.substr(arrow + 4));
+    std::vector<std::string> words;
+    for (std::string w; value >> w;) words.push_back(w);
+    CK_CHECK((words.size() == 1 || words.size() == 3) &&
+                 (words.size() == 1 || (integer(words[2], choice.kernel_version) && choice.kernel_version > 0)),
+             "expected 'algo' or 'algo kernel-family version' after '->', got '", line.substr(arrow + 4), "'");
+    choice.algo = parse_conv_algo(words[0]);
+    if (words.size() == 3) choice.kernel_family = words[1];
+  } catch (const Error& e) {
+    CK_FAIL(where, ": ", e.what());
+  }
+  if (!old_form) return {{line.substr(0, arrow)}, choice};
+  const std::string context = tokens[0] + " " + tokens[1] + " " + to_string(Float32Precision::highest);
+  std::string fields = tokens[2];
+  for (std::size_t i = 3; i < tokens.size(); ++i) fields += " " + tokens[i];
+  std::vector<std::string> keys;
+  for (ConvPass pass : kPasses) keys.push_back(pass_key(context, pass, fields));
+  return {keys, choice};
+}
+
+}  // namespace
+
 void load_conv_algo_cache(const std::string& path) {
   std::ifstream in(path);
   CK_CHECK(in.good(), "load_conv_algo_cache: cannot open ", path);
-  std::map<std::string, ConvAlgo> loaded;
+  std::map<std::string, ConvPassChoice> loaded;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.empty() || line[0] == '#') continue;
-    const auto arrow = line.find(" -> ");
-    CK_CHECK(arrow != std::string::npos, path, ":", number, ": expected 'key -> algo', got '", line, "'");
-    std::istringstream fields(line.substr(0, arrow));
-    std::string device, dtype;
-    std::int64_t v;
-    int count = 0;
-    fields >> device >> dtype;
-    while (fields >> v) ++count;
-    CK_CHECK(count == 16 && fields.eof(), path, ":", number, ": expected a device, a dtype and 16 descriptor fields");
-    Device::parse(device);
-    ConvAlgo algo;
-    try {
-      algo = parse_conv_algo(line.substr(arrow + 4));
-    } catch (const Error& e) {
-      CK_FAIL(path, ":", number, ": ", e.what());
-    }
-    loaded[line.substr(0, arrow)] = algo;
+    const auto [keys, choice] = parse_cache_line(line, path + ":" + std::to_string(number));
+    for (const std::string& k : keys) loaded[k] = choice;
   }
   std::lock_guard lock(state().mutex);
-  for (auto& [k, a] : loaded) state().cache[k] = a;
+  for (auto& [k, c] : loaded) state().cache[k] = c;
 }
 
 void clear_conv_algo_cache() {

@@ -25,6 +25,7 @@
 #include "convkit/backend/conv_desc.h"
 #include "convkit/backend/device_communicator.h"
 #include "convkit/backend/kernel_params.h"
+#include "convkit/backend/kernel_versions.h"
 #include "convkit/core/tensor.h"
 
 namespace convkit {
@@ -206,6 +207,10 @@ class Backend : public Allocator {
                                              ConvPass pass);
   // The backend's documented choice for ConvAlgo::automatic (no timing).
   virtual ConvAlgo conv2d_heuristic(const Conv2dDesc& desc, DType dtype);
+  // The kernel family `algo` runs `desc` with here, and its versions worth
+  // timing (convkit/backend/kernel_versions.h): what benchmark mode times
+  // beside each algorithm. Empty by default: cpu's algorithms have none.
+  virtual KernelChoices conv2d_kernel_choices(ConvAlgo algo, const Conv2dDesc& desc, DType dtype);
   virtual void conv2d_forward(ConvAlgo algo, const Conv2dDesc& desc, const Tensor& x,
                               const Tensor& w, const Tensor& b, const Tensor& y,
                               const Tensor& workspace);

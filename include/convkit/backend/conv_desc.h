@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "convkit/conv/algorithms.h"  // ConvAlgo and the table of algorithms
 
@@ -46,6 +47,15 @@ struct Conv2dDesc {
 std::ostream& operator<<(std::ostream& os, const Conv2dDesc& d);
 
 // Whether an algorithm can run a descriptor, and why not.
+// Where a convolution algorithm runs a numbered kernel family for one
+// descriptor (convkit/backend/kernel_versions.h): the family, and the versions
+// of it to time there (tuning_versions, less those that cannot run the
+// descriptor). An empty family: no versions apply (cpu).
+struct KernelChoices {
+  std::string family;
+  std::vector<int> versions;
+};
+
 struct Support {
   bool ok = true;
   std::string reason;  // empty when ok

@@ -30,4 +30,28 @@ int kernel_version(const std::string& family);
 // asked for it (the tensor-core convolution under reduced precision).
 bool kernel_version_pinned(const std::string& family);
 
+// The versions of `family` a tuner should time: its default and every later
+// version. Later ones are candidates not yet measured to win on every shape;
+// earlier ones are the simple twins the default replaced. Empty when
+// set_kernel_version or the environment pins the family: the user's choice
+// stands.
+std::vector<int> tuning_versions(const std::string& family);
+
+// Runs `family` at `version` on this thread while it lives, ahead of
+// set_kernel_version and the environment (0 changes nothing): how a tuned
+// convolution plan (convkit/ops/conv_algo.h) runs the version it measured
+// for one call without changing the process's choice for other shapes or
+// threads. Scopes nest. A version the family lacks is an Error where
+// kernel_version reads it (families register on first use).
+class ScopedKernelVersion {
+ public:
+  ScopedKernelVersion(const std::string& family, int version);
+  ~ScopedKernelVersion();
+  ScopedKernelVersion(const ScopedKernelVersion&) = delete;
+  ScopedKernelVersion& operator=(const ScopedKernelVersion&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
 }  // namespace convkit
