@@ -641,17 +641,31 @@ I padded4(I channels) {
 // last step (up to 1024 blocks of 256 threads) past the end.
 constexpr std::int64_t kChannelsLastIndexLimit = kIndexLimit - (std::int64_t{1} << 20);
 
-// The copies a pass makes, in elements: the image channels-last and the
-// filter taps-major (none for backward-weights, which runs version 3's).
+// The copies a pass makes, in elements, in the order they sit in the
+// workspace: the image its taps gather from, channels-last (x forward and
+// backward-weights, dy backward-data), then the operand read row by row
+// (the filter taps-major; backward-weights: dy channels-last).
 struct ChannelsLastCopies {
-  std::int64_t image = 0, filter = 0;
+  std::int64_t image = 0, rows = 0;
 };
 
 ChannelsLastCopies channels_last_copies(const Conv2dDesc& d, ConvPass pass) {
   const std::int64_t Cg4 = padded4(d.C_per_group()), Kg4 = padded4(d.K_per_group());
-  if (pass == ConvPass::forward) return {d.N * d.H * d.W * d.groups * Cg4, d.K * d.R * d.S * Cg4};
-  if (pass == ConvPass::backward_data) return {d.N * d.P() * d.Q() * d.groups * Kg4, d.C * d.R * d.S * Kg4};
-  return {};
+  const std::int64_t x_copy = d.N * d.H * d.W * d.groups * Cg4, dy_copy = d.N * d.P() * d.Q() * d.groups * Kg4;
+  if (pass == ConvPass::forward) return {x_copy, d.K * d.R * d.S * Cg4};
+  if (pass == ConvPass::backward_data) return {dy_copy, d.C * d.R * d.S * Kg4};
+  return {x_copy, dy_copy};
+}
+
+std::int64_t copies_bytes(const ChannelsLastCopies& c) { return (c.image + c.rows) * 4; }
+
+// Backward-weights' split-K: version 5's rule, within what the copies leave
+// of the workspace limit (the partials follow them).
+Split channels_last_weight_split(const Conv2dDesc& d) {
+  Conv2dDesc rest = d;
+  const auto copies = static_cast<std::size_t>(copies_bytes(channels_last_copies(d, ConvPass::backward_weights)));
+  rest.workspace_limit = d.workspace_limit > copies ? d.workspace_limit - copies : 0;
+  return weight_split(DType::float32, rest, d.N * d.P() * d.Q(), kMaxPipelinedSlices);
 }
 
 constexpr int kTransposeTile = 32, kTransposeThreads = 256;
@@ -746,7 +760,7 @@ void run_channels_last(TensorCorePrecision precision, const Problem& pb, const c
 
 void check_channels_last_workspace(const char* op, const Conv2dDesc& d, ConvPass pass, const void* workspace) {
   const ChannelsLastCopies c = channels_last_copies(d, pass);
-  CK_CHECK(c.image + c.filter == 0 || workspace != nullptr, op, ": needs ", (c.image + c.filter) * 4,
+  CK_CHECK(copies_bytes(c) == 0 || workspace != nullptr, op, ": needs ", copies_bytes(c),
            " bytes of workspace but workspace is null; descriptor ", d.str());
   CK_CHECK(aligned16({workspace}), op, ": the workspace must be 16-byte aligned (the copies are read 16 bytes at a "
            "time); descriptor ", d.str());
@@ -793,12 +807,12 @@ void launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(TensorCorePrecis
 }
 
 std::string conv2d_implicit_gemm_channels_last_cannot_implement(const Conv2dDesc& d) {
-  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data}) {
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
     const ChannelsLastCopies c = channels_last_copies(d, pass);
-    if (std::max(c.image, c.filter) > kChannelsLastIndexLimit)
+    if (std::max(c.image, c.rows) > kChannelsLastIndexLimit)
       return detail::concat("the channels-last copy of ", conv_pass_name(pass), "'s operands has ",
-                            std::max(c.image, c.filter), " elements, past 32-bit indices");
-    const std::int64_t bytes = (c.image + c.filter) * 4;
+                            std::max(c.image, c.rows), " elements, past 32-bit indices");
+    const std::int64_t bytes = copies_bytes(c);
     if (bytes > static_cast<std::int64_t>(d.workspace_limit))
       return detail::concat(conv_pass_name(pass), "'s channels-last copies need ", bytes,
                             " bytes of workspace, over workspace_limit ", d.workspace_limit);
@@ -807,8 +821,15 @@ std::string conv2d_implicit_gemm_channels_last_cannot_implement(const Conv2dDesc
 }
 
 std::size_t conv2d_implicit_gemm_channels_last_workspace_bytes(const Conv2dDesc& d, ConvPass pass) {
-  const ChannelsLastCopies c = channels_last_copies(d, pass);
-  return static_cast<std::size_t>(c.image + c.filter) * sizeof(float);
+  const auto copies = static_cast<std::size_t>(copies_bytes(channels_last_copies(d, pass)));
+  if (pass != ConvPass::backward_weights) return copies;
+  const Split split = channels_last_weight_split(d);
+  const auto partials = static_cast<std::size_t>(d.K * d.C_per_group() * d.R * d.S) * sizeof(float);
+  return copies + (split.slices > 1 ? static_cast<std::size_t>(split.slices) * partials : 0);
+}
+
+int conv2d_implicit_gemm_channels_last_weight_slices(const Conv2dDesc& d) {
+  return channels_last_weight_split(d).slices;
 }
 
 void launch_conv2d_implicit_gemm_channels_last_mma_forward(TensorCorePrecision precision, const Conv2dDesc& d,
@@ -859,6 +880,48 @@ void launch_conv2d_implicit_gemm_channels_last_mma_backward_data(TensorCorePreci
                         groups);
       wt += total;
     }
+}
+
+void launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(TensorCorePrecision precision,
+                                                                    const Conv2dDesc& d, const void* x,
+                                                                    const void* dy, void* dw, void* workspace) {
+  check_channels_last_workspace("conv2d_implicit_gemm_tensor_core v4 backward-weights", d, ConvPass::backward_weights,
+                                workspace);
+  const Geometry g = geometry(d);
+  const int Cg4 = padded4(g.Cg), Kg4 = padded4(g.Kg), groups = static_cast<int>(d.groups);
+  const ChannelsLastCopies c = channels_last_copies(d, ConvPass::backward_weights);
+  float* img = static_cast<float*>(workspace);
+  float* dyc = img + c.image;
+  float* partials = dyc + c.rows;
+  const bool round = precision == TensorCorePrecision::tf32;
+  to_channels_last(static_cast<const float*>(x), img, g.N, groups, g.Cg, g.HW, round);
+  to_channels_last(static_cast<const float*>(dy), dyc, g.N, groups, g.Kg, g.PQ, round);
+  const Split split = channels_last_weight_split(d);
+  const int dw_elems = g.K * g.Cg * g.RS;
+  const channels_last::WeightsProblem pb{split.slices > 1 ? partials : static_cast<float*>(dw),
+                                         split.slices > 1 ? dw_elems : 0,
+                                         g.Kg,
+                                         g.Cg,
+                                         Cg4,
+                                         g.RS,
+                                         g.Kg,
+                                         g.RS * Cg4,
+                                         g.N * g.PQ};
+  const channels_last::WeightsOperands op{channels_last_patch(image_patch(g), groups, Cg4), img, dyc, Kg4,
+                                          groups * Kg4};
+  const int len = split.len > 0 ? split.len : std::max(pb.depth, 1);
+  with_mma_tag(precision, [&](auto tag) {
+    constexpr TensorCorePrecision P = decltype(tag)::kPrecision;
+    with_pipelined_tile(pb.M, pb.cols, groups, split.slices, [&](auto cfg) {
+      using Cfg = decltype(cfg);
+      const int n_tiles = static_cast<int>(ceil_div(pb.cols, Cfg::BlockTile::kN));
+      const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Cfg::BlockTile::kM) * n_tiles),
+                      static_cast<unsigned>(groups), static_cast<unsigned>(split.slices));
+      launch(channels_last::implicit_gemm_tc_v4_channels_last_weights<Cfg, pipelined::MmaMath<P, Cfg, true>>, grid,
+             dim3(pipelined::kThreads), 0, nullptr, pb, op, n_tiles, len);
+    });
+  });
+  if (split.slices > 1) launch_sum_slices(DType::float32, partials, split.slices, dw_elems, dw);
 }
 
 }  // namespace convkit::CK_GPU_NS

@@ -92,19 +92,23 @@ void launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(TensorCorePrecis
 
 
 // The tensor-core family's version 4 (kernels/conv2d_implicit_gemm_channels_last.cuh):
-// forward and backward-data on channels-last copies of the image and the
-// filter, which the workspace holds (16-byte aligned; backward-weights
-// needs none of its own: it runs version 5's kernels with mma, as the
-// pipelined_mma launcher does). Why it cannot run d beyond version 5's
-// reasons (empty when it can: the copies fit 32-bit indices and
-// workspace_limit), and the workspace of a pass.
+// every pass on channels-last copies of its operands (forward and
+// backward-data also copy the filter taps-major), which the workspace
+// holds (16-byte aligned), followed in backward-weights by the split-K
+// partials. Why it cannot run d beyond the index limits of every tiled
+// kernel (empty when it can: the copies fit 32-bit indices and
+// workspace_limit), the workspace of a pass, and backward-weights' slices.
 std::string conv2d_implicit_gemm_channels_last_cannot_implement(const Conv2dDesc& d);
 std::size_t conv2d_implicit_gemm_channels_last_workspace_bytes(const Conv2dDesc& d, ConvPass pass);
+int conv2d_implicit_gemm_channels_last_weight_slices(const Conv2dDesc& d);
 void launch_conv2d_implicit_gemm_channels_last_mma_forward(TensorCorePrecision precision, const Conv2dDesc& d,
                                                            const void* x, const void* w, const void* b, void* y,
                                                            void* workspace);
 void launch_conv2d_implicit_gemm_channels_last_mma_backward_data(TensorCorePrecision precision, const Conv2dDesc& d,
                                                                  const void* dy, const void* w, void* dx,
                                                                  void* workspace);
+void launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(TensorCorePrecision precision,
+                                                                    const Conv2dDesc& d, const void* x,
+                                                                    const void* dy, void* dw, void* workspace);
 
 }  // namespace convkit::CK_GPU_NS

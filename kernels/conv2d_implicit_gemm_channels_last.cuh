@@ -52,8 +52,15 @@
 // Accumulation runs over k in (r, s, c) order, not version 3's (c, r, s),
 // so the two agree within the rounding bound, not bit for bit.
 //
-// Backward-weights is version 3's: its K runs over output positions, which
-// neither layout makes contiguous in both operands at once.
+// Backward-weights (implicit_gemm_tc_v4_channels_last_weights below) sums
+// over the output positions, which no layout makes contiguous in both
+// operands. So it turns the vectors the other way: x and dy are both copied
+// channels-last, and a 16-byte vector is 4 consecutive dy channels (A's m)
+// or 4 consecutive x channels of one tap (B's columns, taps-major (r, s, c4))
+// at one position; the stages are k-major, s[k][x], as version 3's
+// (MmaMath), each stage row a position. A thread copies one vector per
+// operand and stage (two in bf16's deeper stages) where version 3 copies 4
+// elements of each, 4 bytes at a time.
 #include <cstdint>
 
 #include "convkit/sim/cuda_compat.h"
@@ -237,6 +244,105 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_tc_v4
   pipelined::run_pipeline<float, Cfg>((pb.depth + kStageK - 1) / kStageK, a_stages, b_stages, math, live, copy_step,
                                       acc);
   pipelined::store_tile<float, Cfg>(pb, grp, m0, n0, 0, math, acc, a_stages);
+}
+
+// Backward-weights on the copies: dw[grp*Kg + m][c][r][s] (or one split-K
+// slice's partial of it) is row m of the product, column (r, s, c) in the
+// copies' taps-major order; columns of the padding (c >= Cg) are sums of
+// zeros and are not stored. A warp's stores run R*S elements apart: dw is
+// the smallest tensor of the pass.
+struct WeightsProblem {
+  float* out;        // dw, or the split-K partials
+  int slice_stride;  // elements between slices' partials (0: one slice, out is dw)
+  int Kg, Cg, Cg4, RS;
+  int M, cols, depth;  // Kg, R*S*Cg4, N*P*Q
+
+  __device__ __forceinline__ void store(int grp, int m, int col, int slice, float acc) const {
+    const int rs = col / Cg4, c = col - rs * Cg4;
+    if (c < Cg) out[slice * slice_stride + ((grp * Kg + m) * Cg + c) * RS + rs] = acc;
+  }
+};
+
+// x channels-last (img[n][h][w][grp][c4], ps its patch with ps.C = groups *
+// Cg4 and ps.Cg = Cg4) and dy channels-last (dy[j][grp][m4], j = n*P*Q +
+// p*Q + q, rows of dy_ld = groups * Kg4 elements).
+struct WeightsOperands {
+  PatchShape ps;
+  const float* img;
+  const float* dy;
+  int Kg4, dy_ld;
+};
+
+// blockIdx.x = m tile * n_tiles + column tile, blockIdx.y = group,
+// blockIdx.z = split-K slice of slice_len positions. Math: MmaMath over
+// k-major stages (rounded: the copies rounded tf32).
+template <class Cfg, class Math>
+__global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks)
+    implicit_gemm_tc_v4_channels_last_weights(WeightsProblem pb, WeightsOperands op, int n_tiles, int slice_len) {
+  constexpr int BM = Cfg::BlockTile::kM, BN = Cfg::BlockTile::kN, kTileK = Math::kTileK;
+  using Arrays = pipelined::StageArrays<float, Cfg, Math>;
+  __shared__ __align__(16) SharedArray<float[Arrays::kShared]> smem;
+  float* const a_stages = smem;
+  float* const b_stages = a_stages + Arrays::kA;
+  const PatchShape& ps = op.ps;
+  const int tid = threadIdx.x, grp = blockIdx.y;
+  const int m0 = static_cast<int>(blockIdx.x) / n_tiles * BM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BN;
+  const int k_begin = static_cast<int>(blockIdx.z) * slice_len;
+  const int k_end = pb.depth < k_begin + slice_len ? pb.depth : k_begin + slice_len;
+  const Math math;
+  const bool live = math.live(m0, n0, pb.M, pb.cols);
+
+  // A stage row (one position) holds BX / 4 vectors of each operand: thread
+  // tid copies vector tid % (BX / 4) of rows tid / (BX / 4) + i * kRowStep,
+  // so that 8 lanes store one 128-byte run of a row (no bank conflict).
+  constexpr int kAVecs = BM / kVec, kBVecs = BN / kVec;
+  constexpr int kARowStep = kThreads / kAVecs, kBRowStep = kThreads / kBVecs;
+  constexpr int kACopies = (kTileK + kARowStep - 1) / kARowStep, kBCopies = (kTileK + kBRowStep - 1) / kBRowStep;
+  const int av = tid % kAVecs, arow = tid / kAVecs, bv = tid % kBVecs, brow = tid / kBVecs;
+  // A: dy's channels m0 + 4av.. of the group (zeros past the copy's Kg4).
+  const bool a_inside = m0 + av * kVec < op.Kg4;
+  const float* a_at = op.dy + grp * op.Kg4 + m0 + av * kVec;
+  // B: the column's tap and channel, fixed; each row's position (n, p, q)
+  // steps by a stage.
+  const int col = n0 + bv * kVec;
+  const bool b_inside = col < pb.cols;
+  const int S = ps.S > 0 ? ps.S : 1;
+  const Digits tap = pipelined::to_digits(b_inside ? col : 0, S, ps.Cg);
+  const int tr = tap.hi * ps.th + ps.oh, ts = tap.mid * ps.tw + ps.ow;
+  const float* b_at = op.img + grp * ps.Cg + tap.lo;
+  Digits pos[kBCopies];
+  CK_UNROLL
+  for (int i = 0; i < kBCopies; ++i) pos[i] = pipelined::to_digits(k_begin + brow + i * kBRowStep, ps.P, ps.Q);
+  const Digits pos_step = pipelined::to_digits(kTileK, ps.P, ps.Q);
+
+  int k0 = k_begin;
+  auto copy_step = [&](int stage) {
+    float* as = a_stages + stage * Arrays::kStageA;
+    float* bs = b_stages + stage * Arrays::kStageB;
+    CK_UNROLL
+    for (int i = 0; i < kACopies; ++i) {
+      const int row = arow + i * kARowStep, j = k0 + row;
+      if (row >= kTileK) break;
+      const bool copy = a_inside && j < k_end;
+      dev::cp_async<16>(as + row * Arrays::kRowA + av * kVec, copy ? a_at + j * op.dy_ld : op.dy, copy ? 16 : 0);
+    }
+    CK_UNROLL
+    for (int i = 0; i < kBCopies; ++i) {
+      const int row = brow + i * kBRowStep, j = k0 + row;
+      if (row >= kTileK) break;
+      const int h = pos[i].mid * ps.ah + tr, w = pos[i].lo * ps.aw + ts;
+      const bool copy = b_inside && j < k_end && static_cast<unsigned>(h) < static_cast<unsigned>(ps.H) &&
+                        static_cast<unsigned>(w) < static_cast<unsigned>(ps.W);
+      dev::cp_async<16>(bs + row * Arrays::kRowB + bv * kVec,
+                        copy ? b_at + ((pos[i].hi * ps.H + h) * ps.W + w) * ps.C : op.img, copy ? 16 : 0);
+      pipelined::add_digits(pos[i], pos_step, ps.P, ps.Q);
+    }
+    k0 += kTileK;
+  };
+  typename Math::Acc acc = {};
+  const int k_steps = k_end > k_begin ? (k_end - k_begin + kTileK - 1) / kTileK : 0;
+  pipelined::run_pipeline<float, Cfg>(k_steps, a_stages, b_stages, math, live, copy_step, acc);
+  pipelined::store_tile<float, Cfg>(pb, grp, m0, n0, static_cast<int>(blockIdx.z), math, acc, a_stages);
 }
 
 }  // namespace convkit::CK_GPU_NS::channels_last

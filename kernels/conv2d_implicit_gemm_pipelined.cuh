@@ -143,7 +143,10 @@ struct SimtMath {
   }
 };
 
-template <TensorCorePrecision P, class Cfg>
+// The warp tiles on mma.sync in precision P, from k-major stages of
+// float32 converted as the fragments are read (Rounded: the copies rounded
+// the tf32 values already, so tf32 words are read as they are).
+template <TensorCorePrecision P, class Cfg, bool Rounded = false>
 struct MmaMath {
   static constexpr int kTileK = kMmaStepK<P>;
   static constexpr int kPad = P == TensorCorePrecision::tf32 ? 8 : 4;
@@ -172,11 +175,13 @@ struct MmaMath {
     for (int i = 0; i < kMmaM; ++i)
       CK_UNROLL
       for (int r = 0; r < 4; ++r)
-        af[i][r] = dev::stage_word<P, true, RowA>(as, wm + i * 16 + group + (r & 1) * 8, tig + (r >> 1) * 4);
+        af[i][r] =
+            dev::stage_word<P, true, RowA, Rounded>(as, wm + i * 16 + group + (r & 1) * 8, tig + (r >> 1) * 4);
     CK_UNROLL
     for (int j = 0; j < kMmaN; ++j)
       CK_UNROLL
-      for (int r = 0; r < 2; ++r) bf[j][r] = dev::stage_word<P, true, RowB>(bs, wn + j * 8 + group, tig + r * 4);
+      for (int r = 0; r < 2; ++r)
+        bf[j][r] = dev::stage_word<P, true, RowB, Rounded>(bs, wn + j * 8 + group, tig + r * 4);
     CK_UNROLL
     for (int i = 0; i < kMmaM; ++i)
       CK_UNROLL
@@ -273,6 +278,7 @@ struct SimtTag {
 };
 template <TensorCorePrecision P>
 struct MmaTag {
+  static constexpr TensorCorePrecision kPrecision = P;
   template <typename T, class Cfg>
   using Math = MmaMath<P, Cfg>;
 };

@@ -106,9 +106,10 @@
 //    per cp.async into x-major swizzled stages of 16 k, rounds to tf32 in
 //    the copies, and reads each fragment word at a row's constant offset
 //    from a per-lane slot: 198 instructions per stage of 16 mma (12 per
-//    mma) in tf32, 172 per 8 in bf16 (v3: 497 per 8). Forward and
-//    backward-data only; backward-weights runs v3's kernels. Not the
-//    default until a GPU has timed it.
+//    mma) in tf32, 172 per 8 in bf16 (v3: 497 per 8). Backward-weights
+//    copies x and dy both channels-last and gathers 4 channels of one
+//    position per copy into v3's k-major stages: 116 instructions per 8 tf32
+//    mma (v3: 274). Not the default until a GPU has timed it.
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -301,10 +302,8 @@ std::int64_t tile_n(int version) {
   if (version == kImplicitGemmTcWarpVersion) return kWarpTileN;
   return version == kImplicitGemmTcTiledVersion ? tiled::kTileN : 32;
 }
-// Versions 3 and 4 run version 5's split-K, workspace and backward-weights.
-bool runs_version5(int version) {
-  return version == kImplicitGemmTcPipelinedVersion || version == kImplicitGemmTcChannelsLastVersion;
-}
+// Version 3 runs version 5's kernels, split-K and workspace (with mma).
+bool runs_version5(int version) { return version == kImplicitGemmTcPipelinedVersion; }
 
 Split split_of(DType dtype, const Conv2dDesc& d, int version) {
   if (version == kImplicitGemmTcWarpVersion) return Split{1, static_cast<int>(std::max<std::int64_t>(d.N * d.P() * d.Q(), 1))};
@@ -353,8 +352,9 @@ void register_conv2d_implicit_gemm_tensor_core_family() {
          "mma.sync, deterministic split-K for backward-weights\n"
          "v3 pipelined: conv2d_implicit_gemm v5's division-free gathers, 4-stage cp.async pipeline and tiles, each "
          "warp's tile on mma.sync, rounded as the fragments are read\n"
-         "v4 channels-last: forward and backward-data on channels-last copies of the image and filter, gathered "
-         "16 bytes (4 channels) per cp.async into swizzled stages of 16 k; backward-weights as v3"});
+         "v4 channels-last: every pass on channels-last copies of its operands, gathered 16 bytes (4 channels) "
+         "per cp.async: forward and backward-data into swizzled x-major stages of 16 k, backward-weights into "
+         "v3's k-major stages, 4 channels of one position per copy"});
     return true;
   }();
   (void)registered;
@@ -385,6 +385,7 @@ std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const
 }
 
 int conv2d_implicit_gemm_tensor_core_weight_slices(DType dtype, const Conv2dDesc& d, int version) {
+  if (version == kImplicitGemmTcChannelsLastVersion) return conv2d_implicit_gemm_channels_last_weight_slices(d);
   if (runs_version5(version)) return conv2d_implicit_gemm_weight_slices(dtype, d, kImplicitGemmPipelinedVersion);
   return split_of(dtype, d, version).slices;
 }
@@ -394,8 +395,7 @@ std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const 
   CK_CHECK(version >= 1 && version <= kVersions, "conv2d_implicit_gemm_tensor_core has versions 1..", kVersions,
            ", not ", version);
   if (version == kImplicitGemmTcWarpVersion) return 0;
-  if (version == kImplicitGemmTcChannelsLastVersion && pass != ConvPass::backward_weights)
-    return conv2d_implicit_gemm_channels_last_workspace_bytes(d, pass);
+  if (version == kImplicitGemmTcChannelsLastVersion) return conv2d_implicit_gemm_channels_last_workspace_bytes(d, pass);
   if (runs_version5(version)) return conv2d_implicit_gemm_workspace_bytes(dtype, d, pass, kImplicitGemmPipelinedVersion);
   return tiled_workspace_bytes(dtype, d, pass, split_of(dtype, d, version));
 }
@@ -467,6 +467,10 @@ void launch_conv2d_implicit_gemm_tensor_core_backward_weights(TensorCorePrecisio
       conv2d_implicit_gemm_tensor_core_workspace_bytes(dtype, d, ConvPass::backward_weights, version);
   CK_CHECK(needed == 0 || workspace != nullptr, "conv2d_implicit_gemm_tensor_core backward-weights: needs ", needed,
            " bytes of workspace but workspace is null; descriptor ", d.str());
+  if (version == kImplicitGemmTcChannelsLastVersion) {
+    launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(precision, d, x, dy, dw, workspace);
+    return;
+  }
   if (runs_version5(version)) {
     launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(precision, d, x, dy, dw, workspace);
     return;

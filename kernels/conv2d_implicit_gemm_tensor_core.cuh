@@ -24,12 +24,13 @@
 //     loaders, 4-stage cp.async pipeline and 64x64 / 64x32 / 32x64 tiles, each
 //     warp's product on mma.sync, float32 stages rounded as the fragments are
 //     read; version 5's descriptors, workspace and split-K slices
-//   4 channels-last: forward and backward-data on channels-last copies of
-//     the image (x or dy) and taps-major copies of the filter, in the
-//     workspace, each group's channels padded to a multiple of 4: every
-//     gather a 16-byte cp.async, stages of 16 k swizzled for conflict-free
-//     fragment reads (kernels/conv2d_implicit_gemm_channels_last.cuh);
-//     backward-weights is version 3's
+//   4 channels-last: every pass on channels-last copies of its operands in
+//     the workspace, each group's channels padded to a multiple of 4, every
+//     gather a 16-byte cp.async of 4 channels: forward and backward-data on
+//     the image (x or dy) and taps-major copies of the filter, stages of
+//     16 k swizzled for conflict-free fragment reads; backward-weights on x
+//     and dy, into version 3's k-major stages
+//     (kernels/conv2d_implicit_gemm_channels_last.cuh)
 #include <cstddef>
 #include <string>
 
@@ -50,13 +51,14 @@ void register_conv2d_implicit_gemm_tensor_core_family();
 
 // Empty when `version` can run `d` in `dtype`, else why not (a version other
 // than 1 to 4, a dtype other than float32, an index past 32 bits, a grid too
-// big; for versions 3 and 4 what conv2d_implicit_gemm version 5 cannot run;
-// for version 4 copies past 32-bit indices or workspace_limit).
+// big; for version 3 what conv2d_implicit_gemm version 5 cannot run; for
+// version 4 copies past 32-bit indices or workspace_limit).
 std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const Conv2dDesc& d, int version);
 
 // Bytes of workspace `pass` needs under `version` (0 when none). Version 2's
 // equal conv2d_implicit_gemm version 3's for every descriptor, version 3's
-// version 5's; version 4's are its copies (backward-weights: version 5's). A pure
+// version 5's; version 4's are its copies (backward-weights: then version 5's
+// split-K partials, within what the copies leave of the limit). A pure
 // function of the descriptor, dtype and version; never above d.workspace_limit.
 std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const Conv2dDesc& d, ConvPass pass,
                                                              int version);

@@ -510,8 +510,7 @@ struct V4Stage {
   // are rounded when they land (Rounded), and their words are read as they are.
   template <bool Rounded>
   __device__ __forceinline__ static std::uint32_t word(const float* s, int x, int kw) {
-    if constexpr (Rounded && kTf32) return __float_as_uint(s[offset(x, kw)]);
-    else return dev::stage_word<P, XContig, kPitch>(s, x, kw);
+    return dev::stage_word<P, XContig, kPitch, Rounded>(s, x, kw);
   }
 };
 

@@ -121,10 +121,14 @@ __device__ __forceinline__ std::uint32_t word_at(const float* p) {
 // element kw rounded to tf32, or elements 2kw and 2kw + 1 packed as two bf16.
 // The stage holds X(x, k) at s[k * Pitch + x] when XContig, else at
 // s[x * Pitch + k] (where a bf16 pair is one 8-byte load: Pitch even).
-template <TensorCorePrecision P, bool XContig, int Pitch>
+// Rounded: the stage's tf32 values were rounded before they landed (by the
+// copies, or in place), so a tf32 word is read as it is.
+template <TensorCorePrecision P, bool XContig, int Pitch, bool Rounded = false>
 __device__ __forceinline__ std::uint32_t stage_word(const float* s, int x, int kw) {
   const auto at = [&](int k) { return XContig ? k * Pitch + x : x * Pitch + k; };
-  if constexpr (P == TensorCorePrecision::bf16 && XContig) {
+  if constexpr (Rounded && P == TensorCorePrecision::tf32) {
+    return __float_as_uint(s[at(kw)]);
+  } else if constexpr (P == TensorCorePrecision::bf16 && XContig) {
     return pack_bf16x2(s[at(2 * kw)], s[at(2 * kw + 1)]);
   } else {
     return word_at<P>(s + at(P == TensorCorePrecision::tf32 ? kw : 2 * kw));

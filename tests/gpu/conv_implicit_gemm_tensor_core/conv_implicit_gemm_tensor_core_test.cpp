@@ -4,7 +4,8 @@
 // every version, every pass, on tests/cpu/conv's descriptors (odd sizes,
 // batch 1, stride, padding, dilation, groups, 1x1) plus tile-straddling and
 // split-K cases and two real layers; against the float64 reference within
-// the tf32 bound, versions 2 to 4 against their twin (2 and 3 bit for bit),
+// the tf32 bound, versions 2 to 4 against their twin (2 and 3 bit for bit,
+// and 4's backward-weights in one slice),
 // bit for bit across runs; the fragment reads of versions 2 to 4
 // conflict-free, version 4's gathers 16 bytes each; the
 // setting off leaves every pass strict to the bit, float64 always strict,
@@ -148,7 +149,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, TensorCoreCase,
 // agree bit for bit, except where one splits backward-weights' K (its
 // partials are summed in another order). Version 4 runs forward's and
 // backward-data's k in (r, s, c) order, not (c, r, s): within the bound;
-// its backward-weights is version 3's.
+// its backward-weights sums the positions in version 1's order, so it
+// agrees bit for bit in one slice.
 TEST(ConvTensorCore, TiledAndPipelinedAgreeWithTheirTwin) {
   for (TensorCorePrecision p : {kTf32, kBf16})
     for (const ConvCase& c : cases())
@@ -197,12 +199,17 @@ TEST(ConvTensorCore, SplitKBackwardWeightsIsDeterministic) {
   ASSERT_EQ(kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, split.desc, kTiled), 4);
   ASSERT_EQ(kernels::conv2d_implicit_gemm_weight_slices(DType::float32, split.desc, kernels::kImplicitGemmTiledVersion),
             4);
-  const Outputs<float> first = run_tc(split.desc, kTiled);
-  EXPECT_EQ(run_tc(split.desc, kTiled).dw, first.dw);
+  // Version 4's own backward-weights splits by the same rule, within what
+  // its copies leave of the workspace limit.
+  ASSERT_EQ(kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, split.desc, kChannelsLast), 4);
+  for (int version : {kTiled, kChannelsLast}) {
+    const Outputs<float> first = run_tc(split.desc, version);
+    EXPECT_EQ(run_tc(split.desc, version).dw, first.dw) << "v" << version;
 #if !defined(__CUDACC__)
-  sim::ScopedSchedule schedule(sim::Schedule::parse("random:5"));
-  EXPECT_EQ(run_tc(split.desc, kTiled).dw, first.dw);
+    sim::ScopedSchedule schedule(sim::Schedule::parse("random:5"));
+    EXPECT_EQ(run_tc(split.desc, version).dw, first.dw) << "v" << version;
 #endif
+  }
 }
 
 #if !defined(__CUDACC__)  // thread orders are sim's to choose
@@ -441,9 +448,10 @@ sim::KernelProfile profiled(const Conv2dDesc& d, ConvPass pass, int version, Ten
 // words in tf32, 4 mod 32 in bf16), and so are version 2's loaders' stores,
 // both B layouts included (the head of the .cu gives the bank arithmetic).
 // Version 3's rows cost the stores of loaders whose lanes walk k 2-way
-// conflicts, and no request more than 2-way. Version 4's swizzled rows are
-// conflict-free both ways in forward and backward-data (its backward-weights
-// is version 3's).
+// conflicts, and no request more than 2-way. Version 4's stages are
+// conflict-free both ways: the swizzled rows of forward and backward-data,
+// and backward-weights' k-major rows, which 8 lanes fill with one 128-byte
+// run.
 TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
   if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
   const Conv2dDesc d = make(2, 16, 12, 12, 24, 3, 3, 1);
@@ -458,7 +466,7 @@ TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
         EXPECT_EQ(t.fmas, 0u) << where;
         EXPECT_GT(t.shared_load.requests, 0u) << where;
         EXPECT_EQ(t.shared_load.conflict_wavefronts, 0u) << where;
-        if (version == kTiled || (version == kChannelsLast && pass != ConvPass::backward_weights)) {
+        if (version == kTiled || version == kChannelsLast) {
           EXPECT_EQ(t.shared_store.conflict_wavefronts, 0u) << where;
         } else {
           EXPECT_LE(t.shared_store.max_ways, 2u) << where;
@@ -482,11 +490,11 @@ TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
 // element: its product kernels ask for at most a third of version 3's
 // global-load requests (a quarter, plus the zero-filled padding channels'
 // share and the tiles' edges), every one of them 16 bytes (no bias here,
-// whose epilogue reads are 4).
+// whose epilogue reads are 4), in all three passes.
 TEST(ConvTensorCore, ChannelsLastGathersFourChannelsPerCopy) {
   if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
   const Conv2dDesc d = make(2, 16, 12, 12, 24, 3, 3, 1);
-  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data}) {
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
     const sim::KernelProfile v3 = profiled(d, pass, kPipelined), v4 = profiled(d, pass, kChannelsLast);
     EXPECT_GT(v4.global_load.requests, 0u) << conv_pass_name(pass);
     EXPECT_LE(3 * v4.global_load.requests, v3.global_load.requests) << conv_pass_name(pass);
@@ -497,8 +505,9 @@ TEST(ConvTensorCore, ChannelsLastGathersFourChannelsPerCopy) {
 
 // Version 4's workspace is its copies: the image channels-last and the
 // filter taps-major, each group's channels padded to a multiple of 4
-// (backward-weights: version 3's). Where they pass workspace_limit it says
-// so, and the algorithm runs version 3's strict kernels instead.
+// (backward-weights: x and dy channels-last, then any split-K partials).
+// Where they pass workspace_limit it says so, and the algorithm runs the
+// strict kernels instead.
 TEST(ConvTensorCore, ChannelsLastWorkspaceIsItsCopies) {
   const Conv2dDesc d = make(2, 13, 9, 10, 21, 3, 3, 1, 2);  // Cg4 = 16, Kg4 = 24, 5 x 5 outputs
   const auto bytes = [&](ConvPass pass) {
@@ -506,9 +515,13 @@ TEST(ConvTensorCore, ChannelsLastWorkspaceIsItsCopies) {
   };
   EXPECT_EQ(bytes(ConvPass::forward), 4u * (2 * 9 * 10 * 16 + 21 * 9 * 16));
   EXPECT_EQ(bytes(ConvPass::backward_data), 4u * (2 * 5 * 5 * 24 + 13 * 9 * 24));
-  EXPECT_EQ(bytes(ConvPass::backward_weights),
-            kernels::conv2d_implicit_gemm_tensor_core_workspace_bytes(DType::float32, d, ConvPass::backward_weights,
-                                                                      kPipelined));
+  ASSERT_EQ(kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, d, kChannelsLast), 1);
+  EXPECT_EQ(bytes(ConvPass::backward_weights), 4u * (2 * 9 * 10 * 16 + 2 * 5 * 5 * 24));
+  // 2 groups of Cg4 = Kg4 = 4 in both copies, then 4 slices of dw's 6 x 2 x 3 x 3.
+  const ConvCase& split = named("split_k_4_groups");
+  EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_workspace_bytes(DType::float32, split.desc,
+                                                                      ConvPass::backward_weights, kChannelsLast),
+            4u * (2 * (2 * 32 * 32 * 2 * 4) + 4 * 6 * 2 * 9));
   Conv2dDesc tight = d;
   tight.workspace_limit = bytes(ConvPass::forward) - 4;
   EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, tight, kChannelsLast)
