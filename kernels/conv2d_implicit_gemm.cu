@@ -806,8 +806,21 @@ void launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(TensorCorePrecis
   });
 }
 
+namespace {
+
+// Whether backward-weights' copies (x and dy) fit 32-bit indices and
+// workspace_limit; where they do not, version 4's backward-weights runs
+// version 3's, so that a batch too large for them keeps the other passes.
+bool channels_last_weights_fit(const Conv2dDesc& d) {
+  const ChannelsLastCopies c = channels_last_copies(d, ConvPass::backward_weights);
+  return std::max(c.image, c.rows) <= kChannelsLastIndexLimit &&
+         copies_bytes(c) <= static_cast<std::int64_t>(d.workspace_limit);
+}
+
+}  // namespace
+
 std::string conv2d_implicit_gemm_channels_last_cannot_implement(const Conv2dDesc& d) {
-  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data}) {
     const ChannelsLastCopies c = channels_last_copies(d, pass);
     if (std::max(c.image, c.rows) > kChannelsLastIndexLimit)
       return detail::concat("the channels-last copy of ", conv_pass_name(pass), "'s operands has ",
@@ -823,12 +836,16 @@ std::string conv2d_implicit_gemm_channels_last_cannot_implement(const Conv2dDesc
 std::size_t conv2d_implicit_gemm_channels_last_workspace_bytes(const Conv2dDesc& d, ConvPass pass) {
   const auto copies = static_cast<std::size_t>(copies_bytes(channels_last_copies(d, pass)));
   if (pass != ConvPass::backward_weights) return copies;
+  if (!channels_last_weights_fit(d))
+    return conv2d_implicit_gemm_workspace_bytes(DType::float32, d, pass, kImplicitGemmPipelinedVersion);
   const Split split = channels_last_weight_split(d);
   const auto partials = static_cast<std::size_t>(d.K * d.C_per_group() * d.R * d.S) * sizeof(float);
   return copies + (split.slices > 1 ? static_cast<std::size_t>(split.slices) * partials : 0);
 }
 
 int conv2d_implicit_gemm_channels_last_weight_slices(const Conv2dDesc& d) {
+  if (!channels_last_weights_fit(d))
+    return conv2d_implicit_gemm_weight_slices(DType::float32, d, kImplicitGemmPipelinedVersion);
   return channels_last_weight_split(d).slices;
 }
 
@@ -885,6 +902,10 @@ void launch_conv2d_implicit_gemm_channels_last_mma_backward_data(TensorCorePreci
 void launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(TensorCorePrecision precision,
                                                                     const Conv2dDesc& d, const void* x,
                                                                     const void* dy, void* dw, void* workspace) {
+  if (!channels_last_weights_fit(d)) {
+    launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(precision, d, x, dy, dw, workspace);
+    return;
+  }
   check_channels_last_workspace("conv2d_implicit_gemm_tensor_core v4 backward-weights", d, ConvPass::backward_weights,
                                 workspace);
   const Geometry g = geometry(d);
@@ -917,7 +938,7 @@ void launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(TensorCorePr
       const int n_tiles = static_cast<int>(ceil_div(pb.cols, Cfg::BlockTile::kN));
       const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Cfg::BlockTile::kM) * n_tiles),
                       static_cast<unsigned>(groups), static_cast<unsigned>(split.slices));
-      launch(channels_last::implicit_gemm_tc_v4_channels_last_weights<Cfg, pipelined::MmaMath<P, Cfg, true>>, grid,
+      launch(channels_last::implicit_gemm_tc_v4_channels_last_weights<Cfg, channels_last::WeightsMath<P, Cfg>>, grid,
              dim3(pipelined::kThreads), 0, nullptr, pb, op, n_tiles, len);
     });
   });

@@ -96,8 +96,10 @@ void launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(TensorCorePrecis
 // backward-data also copy the filter taps-major), which the workspace
 // holds (16-byte aligned), followed in backward-weights by the split-K
 // partials. Why it cannot run d beyond the index limits of every tiled
-// kernel (empty when it can: the copies fit 32-bit indices and
-// workspace_limit), the workspace of a pass, and backward-weights' slices.
+// kernel (empty when it can: forward's and backward-data's copies fit 32-bit
+// indices and workspace_limit; where backward-weights' do not, that pass
+// runs version 3's, with its workspace and slices), the workspace of a pass,
+// and backward-weights' slices.
 std::string conv2d_implicit_gemm_channels_last_cannot_implement(const Conv2dDesc& d);
 std::size_t conv2d_implicit_gemm_channels_last_workspace_bytes(const Conv2dDesc& d, ConvPass pass);
 int conv2d_implicit_gemm_channels_last_weight_slices(const Conv2dDesc& d);

@@ -58,9 +58,9 @@
 // channels-last, and a 16-byte vector is 4 consecutive dy channels (A's m)
 // or 4 consecutive x channels of one tap (B's columns, taps-major (r, s, c4))
 // at one position; the stages are k-major, s[k][x], as version 3's
-// (MmaMath), each stage row a position. A thread copies one vector per
-// operand and stage (two in bf16's deeper stages) where version 3 copies 4
-// elements of each, 4 bytes at a time.
+// (MmaMath), each stage row a position, 16 deep (WeightsMath). With the
+// 64-wide tiles a thread copies two vectors per operand and stage where
+// version 3 copies 4 elements of each per 8 positions, 4 bytes at a time.
 #include <cstdint>
 
 #include "convkit/sim/cuda_compat.h"
@@ -263,6 +263,28 @@ struct WeightsProblem {
   }
 };
 
+// MmaMath over stages Steps mma k-steps deep: one barrier, one wait and one
+// round of copies per Steps k-steps (backward-weights in tf32, whose k-steps
+// of 8 would otherwise pay them every 8 mma per warp).
+template <TensorCorePrecision P, class Cfg, int Steps, bool Rounded>
+struct DeepMmaMath : pipelined::MmaMath<P, Cfg, Rounded> {
+  using Base = pipelined::MmaMath<P, Cfg, Rounded>;
+  using typename Base::Acc;
+  static constexpr int kTileK = Steps * kMmaStepK<P>;
+
+  template <int RowA, int RowB>
+  __device__ __forceinline__ void multiply(const float* as, const float* bs, Acc& acc) const {
+    CK_UNROLL
+    for (int step = 0; step < Steps; ++step)
+      Base::template multiply<RowA, RowB>(as + step * kMmaStepK<P> * RowA, bs + step * kMmaStepK<P> * RowB, acc);
+  }
+};
+
+// Backward-weights' Math: stages of 16 k in both precisions (two tf32
+// k-steps, one bf16), read as the copies rounded them.
+template <TensorCorePrecision P, class Cfg>
+using WeightsMath = DeepMmaMath<P, Cfg, kStageK / kMmaStepK<P>, true>;
+
 // x channels-last (img[n][h][w][grp][c4], ps its patch with ps.C = groups *
 // Cg4 and ps.Cg = Cg4) and dy channels-last (dy[j][grp][m4], j = n*P*Q +
 // p*Q + q, rows of dy_ld = groups * Kg4 elements).
@@ -274,8 +296,8 @@ struct WeightsOperands {
 };
 
 // blockIdx.x = m tile * n_tiles + column tile, blockIdx.y = group,
-// blockIdx.z = split-K slice of slice_len positions. Math: MmaMath over
-// k-major stages (rounded: the copies rounded tf32).
+// blockIdx.z = split-K slice of slice_len positions. Math: WeightsMath
+// (k-major stages; the copies rounded tf32).
 template <class Cfg, class Math>
 __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks)
     implicit_gemm_tc_v4_channels_last_weights(WeightsProblem pb, WeightsOperands op, int n_tiles, int slice_len) {

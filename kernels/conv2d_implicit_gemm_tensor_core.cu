@@ -108,8 +108,8 @@
 //    from a per-lane slot: 198 instructions per stage of 16 mma (12 per
 //    mma) in tf32, 172 per 8 in bf16 (v3: 497 per 8). Backward-weights
 //    copies x and dy both channels-last and gathers 4 channels of one
-//    position per copy into v3's k-major stages: 116 instructions per 8 tf32
-//    mma (v3: 274). Not the default until a GPU has timed it.
+//    position per copy into v3's k-major stages: 220 instructions per 16 tf32
+//    mma (v3: 274 per 8). Not the default until a GPU has timed it.
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>

@@ -29,7 +29,8 @@
 //     gather a 16-byte cp.async of 4 channels: forward and backward-data on
 //     the image (x or dy) and taps-major copies of the filter, stages of
 //     16 k swizzled for conflict-free fragment reads; backward-weights on x
-//     and dy, into version 3's k-major stages
+//     and dy, into version 3's k-major stages, or version 3's own where
+//     those copies pass workspace_limit
 //     (kernels/conv2d_implicit_gemm_channels_last.cuh)
 #include <cstddef>
 #include <string>
@@ -58,7 +59,8 @@ std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const
 // Bytes of workspace `pass` needs under `version` (0 when none). Version 2's
 // equal conv2d_implicit_gemm version 3's for every descriptor, version 3's
 // version 5's; version 4's are its copies (backward-weights: then version 5's
-// split-K partials, within what the copies leave of the limit). A pure
+// split-K partials, within what the copies leave of the limit; version 3's
+// where the copies do not fit). A pure
 // function of the descriptor, dtype and version; never above d.workspace_limit.
 std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const Conv2dDesc& d, ConvPass pass,
                                                              int version);

@@ -18,7 +18,7 @@ FACTS = [
     ("src/ops/conv.cpp", "return record(y, \"Conv2dBackward\""),
     ("src/ops/conv_algo_selection.cpp", "ConvPlan select_conv_plan("),
     ("src/ops/conv_algo_selection.cpp", "same_for_every_pass(backend_for(device).conv2d_heuristic(desc, dtype))"),
-    ("src/ops/conv_algo_selection.cpp", "plan = benchmark_plan(desc, dtype, device, report);"),
+    ("src/ops/conv_algo_selection.cpp", "benchmark_passes(desc, dtype, device, missing, plan, report);"),
     ("include/convkit/backend/backend.h", "Backend& backend_for(Device device);"),
     ("include/convkit/backend/backend.h", "virtual bool supports(BackendOp op) const;"),
     ("include/convkit/backend/backend.h", "std::vector<BackendOp> fallbacks() const;"),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -25,16 +26,22 @@ Registry& registry() {
   return r;
 }
 
-// This thread's ScopedKernelVersion stack, innermost last.
-std::vector<std::pair<std::string, int>>& scoped_versions() {
-  thread_local std::vector<std::pair<std::string, int>> scopes;
+struct Scope {
+  std::string family;
+  int version;
+  std::uint64_t id;  // which ScopedKernelVersion made it
+};
+
+// This thread's ScopedKernelVersion entries, innermost last.
+std::vector<Scope>& scoped_versions() {
+  thread_local std::vector<Scope> scopes;
   return scopes;
 }
 
 int scoped_version(const std::string& family) {
   const auto& scopes = scoped_versions();
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it)
-    if (it->first == family) return it->second;
+    if (it->family == family) return it->version;
   return 0;
 }
 
@@ -118,12 +125,19 @@ ScopedKernelVersion::ScopedKernelVersion(const std::string& family, int version)
   // version is checked against it where kernel_version reads it.
   CK_CHECK(version > 0 && !family.empty(), "ScopedKernelVersion: needs a family and a version >= 1 (0 changes "
            "nothing), got '", family, "' ", version);
-  scoped_versions().emplace_back(family, version);
-  active_ = true;
+  thread_local std::uint64_t next_id = 0;
+  id_ = ++next_id;
+  scoped_versions().push_back({family, version, id_});
 }
 
 ScopedKernelVersion::~ScopedKernelVersion() {
-  if (active_) scoped_versions().pop_back();
+  // Its own entry, even when scopes end out of order (held in optionals).
+  auto& scopes = scoped_versions();
+  for (auto it = scopes.begin(); it != scopes.end(); ++it)
+    if (it->id == id_) {
+      scopes.erase(it);
+      return;
+    }
 }
 
 }  // namespace convkit

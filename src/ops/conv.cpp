@@ -31,12 +31,15 @@ Tensor workspace_for(Backend& backend, ConvAlgo algo, const Conv2dDesc& d, DType
 }
 
 // Runs `run(algo, workspace)` as the plan says for `pass`: its algorithm,
-// its kernel version for the call (the workspace is sized under it too).
+// its kernel version for the call (the workspace is sized under it too),
+// unless the user pinned that family (set_kernel_version, CONVKIT_KERNEL_*):
+// a pin outranks any plan, a cached one included.
 template <class Run>
 void run_pass(Backend& backend, const ConvPlan& plan, ConvPass pass, const Conv2dDesc& d, DType dtype,
               Device device, Run run) {
   const ConvPassChoice& c = plan.at(pass);
-  const ScopedKernelVersion version(c.kernel_family, c.kernel_version);
+  const bool pinned = c.kernel_version != 0 && kernel_version_pinned(c.kernel_family);
+  const ScopedKernelVersion version(c.kernel_family, pinned ? 0 : c.kernel_version);
   run(c.algo, workspace_for(backend, c.algo, d, dtype, pass, device));
 }
 

@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -46,7 +45,8 @@ std::string desc_fields(const Conv2dDesc& d) {
   std::ostringstream os;
   os << d.N << ' ' << d.C << ' ' << d.H << ' ' << d.W << ' ' << d.K << ' ' << d.R << ' ' << d.S << ' '
      << d.stride_h << ' ' << d.stride_w << ' ' << d.pad_top << ' ' << d.pad_bottom << ' ' << d.pad_left
-     << ' ' << d.pad_right << ' ' << d.dilation_h << ' ' << d.dilation_w << ' ' << d.groups;
+     << ' ' << d.pad_right << ' ' << d.dilation_h << ' ' << d.dilation_w << ' ' << d.groups << ' '
+     << d.workspace_limit;
   return os.str();
 }
 
@@ -114,8 +114,10 @@ std::vector<ConvPassChoice> candidates(Backend& backend, const Conv2dDesc& d, DT
   return out;
 }
 
-// The fastest candidate of each pass; `report` lists every candidate's time.
-ConvPlan benchmark_plan(const Conv2dDesc& d, DType dtype, Device device, std::string& report) {
+// The fastest candidate of each of `passes`, into `plan`; `report` lists
+// every candidate's time.
+void benchmark_passes(const Conv2dDesc& d, DType dtype, Device device, const std::vector<ConvPass>& passes,
+                      ConvPlan& plan, std::string& report) {
   Backend& backend = backend_for(device);
   const TensorOptions o = TensorOptions().dtype(dtype).device(device);
   TimingOperands t;
@@ -126,9 +128,8 @@ ConvPlan benchmark_plan(const Conv2dDesc& d, DType dtype, Device device, std::st
   t.dw = empty_like(t.w);
   const std::vector<ConvPassChoice> all = candidates(backend, d, dtype);
   CK_CHECK(!all.empty(), "conv2d: no algorithm supports ", d);
-  ConvPlan plan;
   std::ostringstream os;
-  for (ConvPass pass : kPasses) {
+  for (ConvPass pass : passes) {
     ConvPassChoice best;
     double best_time = 0;
     os << ' ' << conv_pass_name(pass) << ':';
@@ -150,12 +151,9 @@ ConvPlan benchmark_plan(const Conv2dDesc& d, DType dtype, Device device, std::st
     }
     CK_CHECK(best.algo != ConvAlgo::automatic, "conv2d: every algorithm failed ", conv_pass_name(pass), " of ", d,
              ":", os.str());
-    (pass == ConvPass::forward ? plan.forward
-     : pass == ConvPass::backward_data ? plan.backward_data
-                                       : plan.backward_weights) = best;
+    plan.at(pass) = best;
   }
   report = os.str();
-  return plan;
 }
 
 ConvPlan same_for_every_pass(ConvAlgo algo) {
@@ -166,6 +164,10 @@ ConvPlan same_for_every_pass(ConvAlgo algo) {
 }  // namespace
 
 const ConvPassChoice& ConvPlan::at(ConvPass pass) const {
+  return pass == ConvPass::forward ? forward : pass == ConvPass::backward_data ? backward_data : backward_weights;
+}
+
+ConvPassChoice& ConvPlan::at(ConvPass pass) {
   return pass == ConvPass::forward ? forward : pass == ConvPass::backward_data ? backward_data : backward_weights;
 }
 
@@ -204,17 +206,21 @@ ConvPlan select_conv_plan(ConvAlgo requested, const Conv2dDesc& desc, DType dtyp
   ConvPlan plan;
   std::string how;
   if (s.benchmark) {
-    const auto cached = [&](ConvPass pass) { return s.cache.find(pass_key(context, pass, fields)); };
-    if (std::all_of(std::begin(kPasses), std::end(kPasses), [&](ConvPass p) { return cached(p) != s.cache.end(); })) {
-      plan = {cached(ConvPass::forward)->second, cached(ConvPass::backward_data)->second,
-              cached(ConvPass::backward_weights)->second};
-      how = "benchmark (cached)";
-    } else {
+    // Cached passes keep their choice (a loaded file may hold some passes
+    // only); the others are timed.
+    std::vector<ConvPass> missing;
+    for (ConvPass pass : kPasses) {
+      const auto it = s.cache.find(pass_key(context, pass, fields));
+      if (it != s.cache.end()) plan.at(pass) = it->second;
+      else missing.push_back(pass);
+    }
+    how = "benchmark (cached)";
+    if (!missing.empty()) {
       lock.unlock();  // timing runs convolutions; other threads may select meanwhile
       std::string report;
-      plan = benchmark_plan(desc, dtype, device, report);
+      benchmark_passes(desc, dtype, device, missing, plan, report);
       lock.lock();
-      for (ConvPass pass : kPasses) s.cache[pass_key(context, pass, fields)] = plan.at(pass);
+      for (ConvPass pass : missing) s.cache[pass_key(context, pass, fields)] = plan.at(pass);
       how = "benchmark:" + report;
     }
   } else {
@@ -239,7 +245,8 @@ void save_conv_algo_cache(const std::string& path) {
   {
     std::lock_guard lock(state().mutex);
     os << "# convkit conv algorithm cache: device dtype precision pass N C H W K R S stride_h stride_w pad_top "
-          "pad_bottom pad_left pad_right dilation_h dilation_w groups -> algo [kernel-family version]\n";
+          "pad_bottom pad_left pad_right dilation_h dilation_w groups workspace_limit -> algo "
+          "[kernel-family version]\n";
     for (const auto& [key, choice] : state().cache) os << key << " -> " << choice_text(choice) << '\n';
   }
   const std::string tmp = path + ".tmp";
@@ -264,13 +271,16 @@ std::pair<std::vector<std::string>, ConvPassChoice> parse_cache_line(const std::
   std::istringstream key(line.substr(0, arrow));
   std::vector<std::string> tokens;
   for (std::string t; key >> t;) tokens.push_back(t);
-  // The older form has no precision and pass: its algorithm ran every pass, at highest.
+  // The older form has no precision, pass or workspace limit: its algorithm
+  // ran every pass, at highest, with the default limit.
   const bool old_form = tokens.size() == 18;
-  CK_CHECK(old_form || tokens.size() == 20, where,
-           ": expected a device, a dtype, a float32 precision, a pass and 16 descriptor fields");
+  CK_CHECK(old_form || tokens.size() == 21, where,
+           ": expected a device, a dtype, a float32 precision, a pass, 16 descriptor fields and a workspace limit");
   ConvPassChoice choice;
   try {
     Device::parse(tokens[0]);
+    CK_CHECK(tokens[1] == dtype_name(DType::float32) || tokens[1] == dtype_name(DType::float64), "'", tokens[1],
+             "' is not a floating dtype (float32 or float64)");
     if (!old_form) {
       parse_float32_precision(tokens[2]);
       CK_CHECK(tokens[3] == conv_pass_name(ConvPass::forward) || tokens[3] == conv_pass_name(ConvPass::backward_data) ||
@@ -282,7 +292,7 @@ std::pair<std::vector<std::string>, ConvPassChoice> parse_cache_line(const std::
       return ec == std::errc() && end == t.data() + t.size();
     };
     for (std::size_t i = old_form ? 2 : 4; i < tokens.size(); ++i) {
-      std::int64_t field = 0;
+      std::uint64_t field = 0;
       CK_CHECK(integer(tokens[i], field), "'", tokens[i], "' is not a descriptor field");
     }
     std::istringstream value(line.substr(arrow + 4));
@@ -296,10 +306,15 @@ std::pair<std::vector<std::string>, ConvPassChoice> parse_cache_line(const std::
   } catch (const Error& e) {
     CK_FAIL(where, ": ", e.what());
   }
-  if (!old_form) return {{line.substr(0, arrow)}, choice};
+  const std::size_t first_field = old_form ? 2 : 4;
+  std::string fields = tokens[first_field];
+  for (std::size_t i = first_field + 1; i < tokens.size(); ++i) fields += " " + tokens[i];
+  if (!old_form) {
+    const std::string context = tokens[0] + " " + tokens[1] + " " + tokens[2];
+    return {{context + " " + tokens[3] + " " + fields}, choice};
+  }
   const std::string context = tokens[0] + " " + tokens[1] + " " + to_string(Float32Precision::highest);
-  std::string fields = tokens[2];
-  for (std::size_t i = 3; i < tokens.size(); ++i) fields += " " + tokens[i];
+  fields += " " + std::to_string(Conv2dDesc().workspace_limit);
   std::vector<std::string> keys;
   for (ConvPass pass : kPasses) keys.push_back(pass_key(context, pass, fields));
   return {keys, choice};

@@ -1,6 +1,7 @@
 // A kernel family's version: set_kernel_version, the environment, and the
 // per-thread ScopedKernelVersion that a tuned conv plan runs its passes
 // under; tuning_versions, what benchmark mode times.
+#include <memory>
 #include <thread>
 
 #include "convkit/backend/kernel_versions.h"
@@ -45,6 +46,17 @@ TEST(KernelVersions, AScopeRunsItsVersionOnItsThreadAheadOfTheProcessChoice) {
   set_kernel_version(f, 0);
   EXPECT_EQ(kernel_version(f), 2);
   EXPECT_FALSE(kernel_version_pinned(f));
+}
+
+TEST(KernelVersions, ScopesMayEndOutOfOrder) {
+  const std::string& f = test_family();
+  auto outer = std::make_unique<ScopedKernelVersion>(f, 3);
+  auto inner = std::make_unique<ScopedKernelVersion>(f, 1);
+  EXPECT_EQ(kernel_version(f), 1);
+  outer.reset();
+  EXPECT_EQ(kernel_version(f), 1);
+  inner.reset();
+  EXPECT_EQ(kernel_version(f), 2);
 }
 
 TEST(KernelVersions, AScopedVersionTheFamilyLacksIsAnErrorWhereItIsRead) {

@@ -85,7 +85,7 @@ TEST(ConvAlgoSelection, BenchmarkModeTimesEachPassAndCachesItsWinnersToAFile) {
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (const char* pass : {"forward", "backward_data", "backward_weights"})
-    EXPECT_NE(text.find(std::string("cpu float32 highest ") + pass + " 2 3 9 9 4 3 3 2 2 0 0 0 0 1 1 1 -> "),
+    EXPECT_NE(text.find(std::string("cpu float32 highest ") + pass + " 2 3 9 9 4 3 3 2 2 0 0 0 0 1 1 1 268435456 -> "),
               std::string::npos)
         << text;
   EXPECT_TRUE(same_plan(select_conv_plan(ConvAlgo::automatic, d, DType::float32, kCPU), first));
@@ -98,6 +98,15 @@ TEST(ConvAlgoSelection, BenchmarkModeTimesEachPassAndCachesItsWinnersToAFile) {
   std::ifstream again(path);
   const std::string both((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
   EXPECT_NE(both.find("cpu float32 high forward 2 3 9 9"), std::string::npos) << both;
+  // And so is the workspace limit: what can run depends on it.
+  Conv2dDesc small = d;
+  small.workspace_limit = 1 << 20;
+  select_conv_plan(ConvAlgo::automatic, small, DType::float32, kCPU);
+  save_conv_algo_cache(path);
+  std::ifstream third(path);
+  const std::string all((std::istreambuf_iterator<char>(third)), std::istreambuf_iterator<char>());
+  EXPECT_NE(all.find("cpu float32 highest forward 2 3 9 9 4 3 3 2 2 0 0 0 0 1 1 1 1048576 -> "), std::string::npos)
+      << all;
   std::remove(path.c_str());
 }
 
@@ -177,7 +186,7 @@ TEST(ConvAlgoSelection, EachPassRunsItsOwnAlgorithm) {
     return std::vector<Tensor>{y.detach(), xv.grad(), wv.grad()};
   };
   const std::vector<Tensor> want = grads(ConvAlgo::direct);
-  const std::string key = " 2 3 7 7 4 3 3 1 1 1 1 1 1 1 1 1 -> ";
+  const std::string key = " 2 3 7 7 4 3 3 1 1 1 1 1 1 1 1 1 268435456 -> ";
   const std::string path = ::testing::TempDir() + "per_pass_cache.txt";
   write_file(path, "cpu float32 highest forward" + key + "fft\ncpu float32 highest backward_data" + key +
                        "im2col_gemm\ncpu float32 highest backward_weights" + key + "winograd\n");
@@ -195,9 +204,9 @@ TEST(ConvAlgoSelection, EachPassRunsItsOwnAlgorithm) {
   // A cached algorithm that cannot run the descriptor is named, not run.
   clear_conv_algo_cache();
   const Tensor x5 = x.detach(), w5 = testing::random_tensor({4, 3, 3, 3}, rng);
-  write_file(path, "cpu float32 highest forward 2 3 7 7 4 3 3 2 2 1 1 1 1 1 1 1 -> winograd\n"
-                   "cpu float32 highest backward_data 2 3 7 7 4 3 3 2 2 1 1 1 1 1 1 1 -> direct\n"
-                   "cpu float32 highest backward_weights 2 3 7 7 4 3 3 2 2 1 1 1 1 1 1 1 -> direct\n");
+  write_file(path, "cpu float32 highest forward 2 3 7 7 4 3 3 2 2 1 1 1 1 1 1 1 268435456 -> winograd\n"
+                   "cpu float32 highest backward_data 2 3 7 7 4 3 3 2 2 1 1 1 1 1 1 1 268435456 -> direct\n"
+                   "cpu float32 highest backward_weights 2 3 7 7 4 3 3 2 2 1 1 1 1 1 1 1 268435456 -> direct\n");
   load_conv_algo_cache(path);
   EXPECT_TRUE(testing::throws_with([&] { conv2d(x5, w5, Tensor(), Conv2dParams().padding(1).stride(2)); },
                                    {"algorithm winograd cannot run"}));
@@ -211,7 +220,7 @@ TEST(ConvAlgoSelection, ACachedKernelVersionIsCheckedWhereThePassRunsIt) {
   std::mt19937_64 rng(testing::kSeed);
   const TensorOptions o = TensorOptions().device(kSim);
   const Tensor x = testing::random_tensor({1, 2, 5, 5}, rng, o), w = testing::random_tensor({2, 2, 3, 3}, rng, o);
-  const std::string key = " 1 2 5 5 2 3 3 1 1 0 0 0 0 1 1 1 -> ";
+  const std::string key = " 1 2 5 5 2 3 3 1 1 0 0 0 0 1 1 1 268435456 -> ";
   const std::string path = ::testing::TempDir() + "version_cache.txt";
   write_file(path, "sim float32 highest forward" + key + "direct conv2d_direct 9\nsim float32 highest backward_data" +
                        key + "direct\nsim float32 highest backward_weights" + key + "direct\n");
@@ -220,6 +229,10 @@ TEST(ConvAlgoSelection, ACachedKernelVersionIsCheckedWhereThePassRunsIt) {
   const Conv2dDesc d = make_conv2d_desc(x.shape(), w.shape(), Conv2dParams());
   EXPECT_EQ(select_conv_plan(ConvAlgo::automatic, d, DType::float32, kSim).forward.kernel_version, 9);
   EXPECT_TRUE(testing::throws_with([&] { conv2d(x, w); }, {"conv2d_direct has versions 1..4, got 9"}));
+  // A version the user pinned outranks the plan's.
+  set_kernel_version("conv2d_direct", 2);
+  EXPECT_NO_THROW(conv2d(x, w));
+  set_kernel_version("conv2d_direct", 0);
   write_file(path, "sim float32 highest forward" + key + "direct conv2d_direct 1\n");
   load_conv_algo_cache(path);
   EXPECT_EQ(select_conv_plan(ConvAlgo::automatic, d, DType::float32, kSim).forward.kernel_version, 1);
@@ -233,28 +246,33 @@ TEST(ConvAlgoSelection, ACachedKernelVersionIsCheckedWhereThePassRunsIt) {
 TEST(ConvAlgoSelection, AnOlderCacheLineLoadsForEveryPass) {
   SelectionGuard guard;
   const std::string path = ::testing::TempDir() + "old_conv_cache.txt";
-  write_file(path, "# an older cache\ncpu float32 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 1 -> direct\n");
+  // The second line: the current form, spaced loosely, is the same key.
+  write_file(path, "# an older cache\ncpu float32 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 1 -> direct\n"
+                   "cpu  float32\thighest forward 1 2 9 9 3 3 3 1 1 0 0 0 0 1 1 1  268435456 -> fft\n");
   load_conv_algo_cache(path);
   set_conv_benchmark_mode(true);
   const Conv2dDesc d = make_conv2d_desc({1, 2, 8, 8}, {3, 2, 3, 3}, Conv2dParams());
   EXPECT_TRUE(same_plan(select_conv_plan(ConvAlgo::automatic, d, DType::float32, kCPU), every_pass(ConvAlgo::direct)));
+  const Conv2dDesc d9 = make_conv2d_desc({1, 2, 9, 9}, {3, 2, 3, 3}, Conv2dParams());
+  EXPECT_EQ(select_conv_plan(ConvAlgo::automatic, d9, DType::float32, kCPU).forward.algo, ConvAlgo::fft);
   std::remove(path.c_str());
 }
 
 TEST(ConvAlgoSelection, AMalformedCacheFileNamesTheFileAndLine) {
   SelectionGuard guard;
   const std::string path = ::testing::TempDir() + "bad_conv_cache.txt";
-  const std::string key = "cpu float32 highest forward 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 1 -> ";
+  const std::string key = "cpu float32 highest forward 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 1 268435456 -> ";
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"cpu float32 1 2 3 -> direct", "16 descriptor fields"},
-      {"cpu float32 highest forward 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 1 direct", "expected 'key -> algo'"},
+      {"cpu float32 highest forward 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 1 268435456 direct", "expected 'key -> algo'"},
       {key + "quantum", "quantum"},
-      {"cpu float32 highest sideways 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 1 -> direct", "'sideways' is not a pass"},
-      {"cpu float32 lowest forward 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 1 -> direct", "lowest"},
-      {"cpu float32 highest forward 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 x -> direct", "'x' is not a descriptor field"},
+      {"cpu float32 highest sideways 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 1 268435456 -> direct", "'sideways' is not a pass"},
+      {"cpu float32 lowest forward 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 1 268435456 -> direct", "lowest"},
+      {"cpu float32 highest forward 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 x 268435456 -> direct", "'x' is not a descriptor field"},
       {key + "direct conv2d_direct", "'algo kernel-family version'"},
       {key + "direct conv2d_direct 0", "'algo kernel-family version'"},
       {key + "direct conv2d_direct 2 more", "'algo kernel-family version'"},
+      {"cpu float23 highest forward 1 2 8 8 3 3 3 1 1 0 0 0 0 1 1 1 268435456 -> direct", "'float23' is not a floating dtype"},
   };
   for (const auto& [line, why] : bad) {
     write_file(path, "# comment\n" + line + "\n");

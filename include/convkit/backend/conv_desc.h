@@ -46,7 +46,6 @@ struct Conv2dDesc {
 
 std::ostream& operator<<(std::ostream& os, const Conv2dDesc& d);
 
-// Whether an algorithm can run a descriptor, and why not.
 // Where a convolution algorithm runs a numbered kernel family for one
 // descriptor (convkit/backend/kernel_versions.h): the family, and the versions
 // of it to time there (tuning_versions, less those that cannot run the
@@ -56,6 +55,7 @@ struct KernelChoices {
   std::vector<int> versions;
 };
 
+// Whether an algorithm can run a descriptor, and why not.
 struct Support {
   bool ok = true;
   std::string reason;  // empty when ok

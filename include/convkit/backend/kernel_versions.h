@@ -4,6 +4,7 @@
 // selectable: by API, or by the environment variable
 // CONVKIT_KERNEL_<FAMILY>=<version> (e.g. CONVKIT_KERNEL_GEMM=1). Version 0
 // means "the family's default", which is its fastest correct version.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,9 @@ std::vector<int> tuning_versions(const std::string& family);
 // set_kernel_version and the environment (0 changes nothing): how a tuned
 // convolution plan (convkit/ops/conv_algo.h) runs the version it measured
 // for one call without changing the process's choice for other shapes or
-// threads. Scopes nest. A version the family lacks is an Error where
-// kernel_version reads it (families register on first use).
+// threads. Scopes nest; each ends on the thread that made it. A version the
+// family lacks is an Error where kernel_version reads it (families register
+// on first use).
 class ScopedKernelVersion {
  public:
   ScopedKernelVersion(const std::string& family, int version);
@@ -51,7 +53,7 @@ class ScopedKernelVersion {
   ScopedKernelVersion& operator=(const ScopedKernelVersion&) = delete;
 
  private:
-  bool active_ = false;
+  std::uint64_t id_ = 0;  // its entry in this thread's scopes (0: version 0, none)
 };
 
 }  // namespace convkit

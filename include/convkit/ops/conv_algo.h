@@ -38,7 +38,9 @@ void set_conv_algo_logging(bool on);
 
 // One pass's choice. kernel_version 0 leaves the family's version to the
 // process (kernel_versions.h); otherwise the pass runs under a
-// ScopedKernelVersion(kernel_family, kernel_version).
+// ScopedKernelVersion(kernel_family, kernel_version), unless the user pinned
+// that family (set_kernel_version or CONVKIT_KERNEL_<FAMILY>): a pin
+// outranks any plan.
 struct ConvPassChoice {
   ConvAlgo algo = ConvAlgo::automatic;
   std::string kernel_family;
@@ -48,15 +50,18 @@ struct ConvPassChoice {
 struct ConvPlan {
   ConvPassChoice forward, backward_data, backward_weights;
   const ConvPassChoice& at(ConvPass pass) const;
+  ConvPassChoice& at(ConvPass pass);
 };
 
 // The plan conv2d will run for these arguments (resolving automatic).
 ConvPlan select_conv_plan(ConvAlgo requested, const Conv2dDesc& desc, DType dtype, Device device);
 
 // The benchmark cache: one line per pass and descriptor,
-//   "device dtype precision pass descriptor-fields -> algo [family version]".
-// A line of the older form "device dtype descriptor-fields -> algo" loads as
-// that algorithm for all three passes at precision highest.
+//   "device dtype precision pass descriptor-fields workspace_limit -> algo [family version]"
+// (what a kernel version can run depends on the workspace limit too). A line
+// of the older form "device dtype descriptor-fields -> algo" loads as that
+// algorithm for all three passes at precision highest and the default
+// workspace limit.
 // save writes a temp file and renames it, so a crash never leaves half a file.
 void save_conv_algo_cache(const std::string& path);
 // Adds the entries of `path` to the in-memory cache; a malformed line is an

@@ -506,8 +506,9 @@ TEST(ConvTensorCore, ChannelsLastGathersFourChannelsPerCopy) {
 // Version 4's workspace is its copies: the image channels-last and the
 // filter taps-major, each group's channels padded to a multiple of 4
 // (backward-weights: x and dy channels-last, then any split-K partials).
-// Where they pass workspace_limit it says so, and the algorithm runs the
-// strict kernels instead.
+// Where forward's or backward-data's pass workspace_limit it says so, and
+// the algorithm runs the strict kernels instead; where backward-weights'
+// alone do, that pass runs version 3's.
 TEST(ConvTensorCore, ChannelsLastWorkspaceIsItsCopies) {
   const Conv2dDesc d = make(2, 13, 9, 10, 21, 3, 3, 1, 2);  // Cg4 = 16, Kg4 = 24, 5 x 5 outputs
   const auto bytes = [&](ConvPass pass) {
@@ -528,6 +529,18 @@ TEST(ConvTensorCore, ChannelsLastWorkspaceIsItsCopies) {
                 .find("workspace_limit"),
             std::string::npos);
   EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, tight, kPipelined), "");
+  // Backward-weights' copies (x and dy) are the largest here: where they
+  // alone pass the limit, that pass runs version 3's, and the others stay.
+  Conv2dDesc narrow = make(4, 4, 8, 8, 4, 3, 3, 1);  // x and dy copies 1,024 floats each, filters 144
+  narrow.workspace_limit = 4 * (1024 + 144);
+  EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, narrow, kChannelsLast), "");
+  EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_workspace_bytes(DType::float32, narrow,
+                                                                      ConvPass::backward_weights, kChannelsLast),
+            kernels::conv2d_implicit_gemm_tensor_core_workspace_bytes(DType::float32, narrow,
+                                                                      ConvPass::backward_weights, kPipelined));
+  EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, narrow, kChannelsLast),
+            kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, narrow, kPipelined));
+  expect_within_bound({"narrow", narrow}, run_tc(narrow, kChannelsLast), "narrow workspace v4");
   // 2^31 - 3 channels fit 32-bit indices; padded to 2^31 they do not.
   Conv2dDesc wide = make(1, (std::int64_t{1} << 31) - 3, 1, 1, 1, 1, 1, 0);
   wide.workspace_limit = std::numeric_limits<decltype(wide.workspace_limit)>::max();
