@@ -31,6 +31,12 @@ int conv2d_direct_version();
 // exceeds (shared memory for the tiles, grid size). Version 1 runs everything.
 bool conv2d_direct_can_implement(int version, const ConvGeometry& g, DType dtype, std::string* why);
 
+// Empty when version 5's own backward-data kernel (one dx pixel of every
+// channel of its group per thread) runs `g` in `dtype`: groups of at most 4
+// input channels whose filters fit 48 KiB of shared memory. Else why not;
+// version 5 then runs version 4's backward-data.
+std::string direct_narrow_backward_data_cannot(const ConvGeometry& g, DType dtype);
+
 // y = conv(x, w) + b; b may be null.
 void launch_conv2d_direct_forward(int version, DType dtype, const ConvGeometry& g, const void* x,
                                   const void* w, const void* b, void* y);

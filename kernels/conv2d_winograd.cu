@@ -27,7 +27,14 @@
 //       product over channels (or tiles) from global memory.
 //   v2  the products as the "gemm" family's batched tiled GEMM, one launch per
 //       group over the a*a points: each value staged in shared memory serves
-//       a whole tile of products. The transforms are v1's.
+//       a whole tile of products. The transforms are v1's. Below the highest
+//       float32 precision (allow_tf32) the products run on the tensor-core
+//       GEMM in tf32 (winograd_products_precision), as cuDNN's
+//       WINOGRAD_NONFUSED runs on tensor cores under its tensor-op math:
+//       the products are where the time goes (F(4x4): 36 I O multiply-adds
+//       per tile, I and O the group's channels, against the transforms'
+//       36 (I + O) values moved), and the tensor cores multiply tf32 several
+//       times faster than the FP32 units. v1 stays strict, the twin the others are checked against.
 #include <string>
 
 #include "convkit/backend/kernel_versions.h"
@@ -35,6 +42,7 @@
 #include "kernels/device_math.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/gemm.cuh"
+#include "kernels/gemm_tensor_core.cuh"
 #include "kernels/tensor_view.cuh"
 
 namespace convkit::CK_GPU_NS {
@@ -320,6 +328,16 @@ void check_version(int version) {
 
 int points_of(int m) { return (m + 2) * (m + 2); }
 
+// v2's batched products: the strict "gemm" family, or the tensor-core GEMM
+// rounding to `rounding`.
+void launch_products(DType dtype, std::optional<TensorCorePrecision> rounding, const GemmArgs& a) {
+  if (rounding) {
+    launch_gemm_tensor_core(*rounding, dtype, a);
+  } else {
+    launch_gemm(dtype, a);
+  }
+}
+
 }  // namespace
 
 int conv2d_winograd_version() {
@@ -384,8 +402,13 @@ void launch_winograd_weight_transform(DType dtype, int m, int O, int I, const vo
   });
 }
 
-void launch_winograd_products(int version, DType dtype, const WinogradGeometry& g, const void* U, const void* V,
-                              int64_t count, int64_t pitch, void* Mx) {
+std::optional<TensorCorePrecision> winograd_products_precision(int version, DType dtype, Float32Precision precision) {
+  if (version < 2 || dtype != DType::float32 || precision == Float32Precision::highest) return std::nullopt;
+  return TensorCorePrecision::tf32;
+}
+
+void launch_winograd_products(int version, DType dtype, Float32Precision precision, const WinogradGeometry& g,
+                              const void* U, const void* V, int64_t count, int64_t pitch, void* Mx) {
   check_version(version);
   const int points = points_of(g.m);
   if (version == 1) {
@@ -404,12 +427,13 @@ void launch_winograd_products(int version, DType dtype, const WinogradGeometry& 
     a.a = static_cast<const char*>(U) + grp * Og * Ig * size, a.lda = Ig, a.stride_a = g.out_channels * Ig;
     a.b = static_cast<const char*>(V) + grp * Ig * pitch * size, a.ldb = pitch, a.stride_b = g.in_channels * pitch;
     a.c = static_cast<char*>(Mx) + grp * Og * pitch * size, a.ldc = pitch, a.stride_c = g.out_channels * pitch;
-    launch_gemm(dtype, a);
+    launch_products(dtype, winograd_products_precision(version, dtype, precision), a);
   }
 }
 
-void launch_winograd_weight_products(int version, DType dtype, const WinogradGeometry& g, const void* E,
-                                     const void* V, int64_t count, int64_t pitch, bool accumulate, void* W) {
+void launch_winograd_weight_products(int version, DType dtype, Float32Precision precision, const WinogradGeometry& g,
+                                     const void* E, const void* V, int64_t count, int64_t pitch, bool accumulate,
+                                     void* W) {
   check_version(version);
   const int points = points_of(g.m);
   if (version == 1) {
@@ -430,7 +454,7 @@ void launch_winograd_weight_products(int version, DType dtype, const WinogradGeo
     a.b = static_cast<const char*>(V) + grp * Ig * pitch * size, a.ldb = pitch, a.stride_b = g.in_channels * pitch;
     a.c = static_cast<char*>(W) + grp * Og * Ig * size, a.ldc = Ig, a.stride_c = g.out_channels * Ig;
     a.beta = accumulate ? 1 : 0;
-    launch_gemm(dtype, a);
+    launch_products(dtype, winograd_products_precision(version, dtype, precision), a);
   }
 }
 

@@ -11,9 +11,12 @@
 // Tiles are numbered across the batch image-major (n, tile row, tile column);
 // a chunk is `count` consecutive tiles from t0, stored `pitch` apart per row.
 #include <cstdint>
+#include <optional>
 
+#include "convkit/backend/precision.h"
 #include "convkit/core/dtype.h"
 #include "convkit/sim/cuda_compat.h"
+#include "kernels/tensor_core_precision.cuh"
 
 namespace convkit::CK_GPU_NS {
 
@@ -57,11 +60,24 @@ void launch_winograd_weight_transform(DType dtype, int m, int O, int I, const vo
 
 // M[xi] = U[xi] V[xi] per group (forward and backward-data), by `version`:
 // v1 one thread per value of M; v2 the "gemm" family, batched over the points.
-void launch_winograd_products(int version, DType dtype, const WinogradGeometry& g, const void* U, const void* V,
-                              std::int64_t count, std::int64_t pitch, void* M);
-// W[xi] (+)= E[xi] V[xi]^T per group (backward-weights): O x I/g per point.
-void launch_winograd_weight_products(int version, DType dtype, const WinogradGeometry& g, const void* E,
-                                     const void* V, std::int64_t count, std::int64_t pitch, bool accumulate,
-                                     void* W);
+// Below the highest float32 `precision`, v2's float32 products run on the
+// tensor-core GEMM ("gemm_tensor_core") in tf32, at high and medium alike
+// (winograd_products_precision); v1 and float64 stay strict.
+void launch_winograd_products(int version, DType dtype, Float32Precision precision, const WinogradGeometry& g,
+                              const void* U, const void* V, std::int64_t count, std::int64_t pitch, void* M);
+// W[xi] (+)= E[xi] V[xi]^T per group (backward-weights): O x I/g per point,
+// on the tensor cores under the same rule.
+void launch_winograd_weight_products(int version, DType dtype, Float32Precision precision, const WinogradGeometry& g,
+                                     const void* E, const void* V, std::int64_t count, std::int64_t pitch,
+                                     bool accumulate, void* W);
+
+// The rounding v2's products take at `precision`, or nothing where they stay
+// strict (highest, float64). Always tf32 when reduced, even at medium: the
+// transforms amplify the operands' rounding (F(4x4)'s output transform sums
+// points with weights up to 8), and on random layers bf16 products put
+// F(4x4)'s outputs 1.4e-2 off (median, relative) where tf32 puts them
+// 1.8e-3 off, below a bf16 direct convolution's 2.4e-3
+// (docs/algorithms/winograd.md, "Reduced precision").
+std::optional<TensorCorePrecision> winograd_products_precision(int version, DType dtype, Float32Precision precision);
 
 }  // namespace convkit::CK_GPU_NS

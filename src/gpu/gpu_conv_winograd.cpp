@@ -9,6 +9,8 @@
 //   backward-weights          per chunk: V of x, A E A^T of dy, W += E V^T;
 //                             at the end dw = G^T W G; db from dy by the shared
 //                             bias-gradient kernel (the cpu reads it off E instead)
+// Below the highest float32 precision the products run in tf32 on the tensor
+// cores (kernels/conv2d_winograd.cuh, winograd_products_precision).
 // Buffers live in the caller's workspace; a chunk holds as many tiles as keep
 // it within Conv2dDesc::workspace_limit, up to kTargetTilesPerChunk.
 #include <algorithm>
@@ -106,12 +108,14 @@ WinogradPlan plan_winograd(const Conv2dDesc& d, DType dtype, ConvPass pass, int 
 void correlate(const WinogradPlan& plan, DType dtype, const void* in, const WinogradFilterSource& filters,
                const void* bias, void* out, void* workspace) {
   const int version = conv2d_winograd_version();
+  const Float32Precision precision = float32_precision();
   const WinogradBuffers buf = carve_aligned(plan, dtype, workspace);
   launch_winograd_filter_transform(dtype, plan.geo.m, filters, buf.filters);
   for (int64_t t0 = 0; t0 < plan.tiles(); t0 += plan.chunk) {
     const int64_t count = std::min(plan.chunk, plan.tiles() - t0);
     launch_winograd_input_transform(dtype, plan.geo, in, t0, count, plan.chunk, buf.inputs);
-    launch_winograd_products(version, dtype, plan.geo, buf.filters, buf.inputs, count, plan.chunk, buf.products);
+    launch_winograd_products(version, dtype, precision, plan.geo, buf.filters, buf.inputs, count, plan.chunk,
+                             buf.products);
     launch_winograd_output_transform(dtype, plan.geo, buf.products, bias, t0, count, plan.chunk, out);
   }
 }
@@ -169,13 +173,14 @@ class WinogradGpuConv final : public conv::ConvAlgorithm {
                         void* workspace) const override {
     const WinogradPlan plan = checked_plan(desc, dtype, ConvPass::backward_weights, workspace);
     const int version = conv2d_winograd_version();
+    const Float32Precision precision = float32_precision();
     const WinogradBuffers buf = carve_aligned(plan, dtype, workspace);
     for (int64_t t0 = 0; t0 < plan.tiles(); t0 += plan.chunk) {
       const int64_t count = std::min(plan.chunk, plan.tiles() - t0);
       launch_winograd_input_transform(dtype, plan.geo, x, t0, count, plan.chunk, buf.inputs);
       launch_winograd_output_gradient_transform(dtype, plan.geo, dy, t0, count, plan.chunk, buf.products);
-      launch_winograd_weight_products(version, dtype, plan.geo, buf.products, buf.inputs, count, plan.chunk, t0 > 0,
-                                      buf.filters);
+      launch_winograd_weight_products(version, dtype, precision, plan.geo, buf.products, buf.inputs, count,
+                                      plan.chunk, t0 > 0, buf.filters);
     }
     launch_winograd_weight_transform(dtype, plan.geo.m, static_cast<int>(desc.K),
                                      static_cast<int>(desc.C_per_group()), buf.filters, dw);

@@ -16,9 +16,11 @@
 // What it covers: float32 matrix products (kernels/gemm_tensor_core.cu) and
 // im2col_gemm convolutions, all three passes
 // (kernels/conv2d_implicit_gemm_tensor_core.cu), on a GPU backend (sim or
-// cuda). The direct, fft and winograd convolutions stay strict; float64 and
-// the cpu backend ignore the setting. With highest, results are bit for bit
-// those of a build without it.
+// cuda); winograd's products too, in tf32 at high and medium alike, because
+// its transforms amplify the operands' rounding
+// (kernels/conv2d_winograd.cuh, docs/algorithms/winograd.md). The direct
+// and fft convolutions stay strict; float64 and the cpu backend ignore the
+// setting. With highest, results are bit for bit those of a build without it.
 //
 // allow_tf32() is "anything below highest" (the tensor cores may run), as
 // torch.backends.cuda.matmul.allow_tf32 reads; set_allow_tf32(true) sets high

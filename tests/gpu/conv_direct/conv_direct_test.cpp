@@ -112,18 +112,18 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<std::size_t, int
 
 INSTANTIATE_TEST_SUITE_P(Cases, DirectCase,
                          ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()),
-                                            ::testing::Values(1, 2, 3, 4)),
+                                            ::testing::Values(1, 2, 3, 4, 5)),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(Cases, DirectVersusV1,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 3, 4)),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 3, 4, 5)),
                          case_name);
 
 // v3 against the float64 reference and against v1, in float32.
 class DirectRealLayer : public ::testing::TestWithParam<std::size_t> {};
 
-TEST_P(DirectRealLayer, Versions3And4MatchTheReferenceAndVersion1) {
+TEST_P(DirectRealLayer, Versions3To5MatchTheReferenceAndVersion1) {
   const ConvCase& c = real_layers()[GetParam()];
-  for (int version : {3, 4}) {
+  for (int version : {3, 4, 5}) {
     expect_matches_reference<float>(c, version);
     expect_agrees_with_v1(direct(), ConvAlgo::direct, "conv2d_direct", version, c.desc,
                           c.name + " v" + std::to_string(version));
@@ -150,6 +150,73 @@ TEST(GpuConvDirect, Version3RunsItsOwnKernelWhereItShould) {
       EXPECT_NE(why.find("stride"), std::string::npos) << c.name << ": " << why;
     }
   }
+}
+
+// Version 5's backward-data kernel runs the narrow cases (at most 4 input
+// channels per group, any stride, dilation and padding) and computes v1's
+// sum in v1's order: its dx is v1's to the bit, in float32 and float64. The
+// other passes, and backward-data of wider groups, are version 4's to the bit.
+TEST(GpuConvDirect, Version5sNarrowBackwardDataIsVersion1sToTheBit) {
+  int narrow = 0;
+  for (const ConvCase& c : cases()) {
+    const kernels::ConvGeometry g = kernels::conv_geometry(c.desc);
+    const std::string why = kernels::direct_narrow_backward_data_cannot(g, DType::float64);
+    if (c.desc.C_per_group() > 4) {
+      EXPECT_NE(why.find("input channels"), std::string::npos) << c.name << ": " << why;
+      continue;
+    }
+    EXPECT_EQ(why, "") << c.name;
+    ++narrow;
+    const Inputs& in = case_data(c.desc).in;
+    auto run = [&]<typename T>(int version, T) {
+      ScopedKernelVersion select("conv2d_direct", version);
+      return run_passes<T>(direct(), c.desc, in);
+    };
+    EXPECT_EQ(run(5, 0.0f).dx, run(1, 0.0f).dx) << c.name;
+    EXPECT_EQ(run(5, 0.0).dx, run(1, 0.0).dx) << c.name;
+  }
+  EXPECT_GE(narrow, 10);  // the sweep's narrow cases, with stride, dilation, groups and padding
+}
+
+TEST(GpuConvDirect, Version5IsVersion4OutsideNarrowBackwardData) {
+  for (const char* name : {"many_channels_3x3", "many_channels_groups_5x5_stride2", "split_pixels_3x3"})
+    for (const ConvCase& c : cases()) {
+      if (c.name != name) continue;
+      const Inputs& in = case_data(c.desc).in;
+      auto run = [&](int version) {
+        ScopedKernelVersion select("conv2d_direct", version);
+        return run_passes<float>(direct(), c.desc, in);
+      };
+      const Outputs<float> v4 = run(4), v5 = run(5);
+      EXPECT_EQ(v5.y, v4.y) << c.name;
+      EXPECT_EQ(v5.dw, v4.dw) << c.name;
+      if (c.desc.C_per_group() > 4) {
+        EXPECT_EQ(v5.dx, v4.dx) << c.name;
+      }
+    }
+}
+
+// The first layers of the benchmark sets (3 input channels) at batch 2, and
+// a group of 4 channels with dilation, stride 2 and 5x5 taps.
+TEST(GpuConvDirect, Version5sNarrowBackwardDataMatchesTheReferenceOnFirstLayers) {
+  Conv2dDesc strided = make(2, 8, 17, 15, 6, 5, 5, 2, 2, 2);
+  strided.dilation_h = 2;
+  for (const ConvCase& c : {ConvCase{"resnet18_cifar_conv1_n2", make(2, 3, 32, 32, 64, 3, 3, 1)},
+                            ConvCase{"cifar10_cnn_conv1_n2", make(2, 3, 32, 32, 32, 3, 3, 1)},
+                            ConvCase{"groups_of_4_dilated_stride2", strided}}) {
+    ASSERT_EQ(kernels::direct_narrow_backward_data_cannot(kernels::conv_geometry(c.desc), DType::float32), "")
+        << c.name;
+    expect_matches_reference<float>(c, 5);
+    expect_matches_reference<double>(c, 5);
+  }
+}
+
+TEST(GpuConvDirect, Version5NamesWhyItsNarrowKernelCannotRun) {
+  Conv2dDesc big = make(1, 3, 8, 8, 2000, 3, 3, 1);  // 2000 filters of 9 taps: 288 KB of staged taps
+  EXPECT_NE(kernels::direct_narrow_backward_data_cannot(kernels::conv_geometry(big), DType::float32)
+                .find("shared memory"),
+            std::string::npos);
+  expect_matches_reference<float>(ConvCase{"narrow_but_many_filters", big}, 5);  // v4's backward-data
 }
 
 // A plane too wide for v3's whole-row patch: version 3 runs v2's kernels.
@@ -295,8 +362,8 @@ TEST(GpuConvDirect, NonFloatingDtypeIsRejectedByName) {
   std::string why;
   EXPECT_FALSE(kernels::conv2d_direct_can_implement(1, g, DType::int64, &why));
   EXPECT_NE(why.find("int64"), std::string::npos) << why;
-  EXPECT_FALSE(kernels::conv2d_direct_can_implement(5, g, DType::float32, &why));
-  EXPECT_NE(why.find("version 5"), std::string::npos) << why;
+  EXPECT_FALSE(kernels::conv2d_direct_can_implement(6, g, DType::float32, &why));
+  EXPECT_NE(why.find("version 6"), std::string::npos) << why;
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 // plane's edge (odd sizes, padding 0 to 2, batch 1, channel counts that are
 // no multiple of a GEMM tile, groups, one cifar10-cnn layer), against the
 // float64 reference with the cpu Winograd's tolerance; v2 against v1; chunked
-// batches; the errors.
+// batches; the errors. Below the highest float32 precision: v2's products on
+// the tensor cores in tf32 (at high and medium alike), within the same model
+// with tf32's operand bound, while v1 and float64 stay strict to the bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,9 +16,11 @@
 #include <tuple>
 #include <vector>
 
+#include "convkit/backend/precision.h"
 #include "convkit/sim/schedule.h"
 #include "cpu/conv/implementations.h"
 #include "gpu/gpu_conv_testing.h"
+#include "gpu/tensor_core_tolerance.h"
 #include "kernels/conv2d_winograd.cuh"
 
 namespace convkit::gpu_testing {
@@ -102,6 +106,89 @@ INSTANTIATE_TEST_SUITE_P(Cases, WinogradVersusV1,
                          ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2),
                                             ::testing::Values(2, 4)),
                          case_name);
+
+// The strict model's form (conv_tolerance.h: kWinogradErrorFactor times the
+// bound of one sum of products, against the tensor's largest magnitude) with
+// the bound of tf32 operands (tensor_core_tolerance.h) in place of float32's.
+std::vector<double> tf32_tolerances(const cpu::testing::Reference& ref) {
+  const double largest = ref.magnitude.empty() ? 0.0 : *std::max_element(ref.magnitude.begin(), ref.magnitude.end());
+  return std::vector<double>(ref.value.size(),
+                             cpu::testing::kWinogradErrorFactor *
+                                 convkit::testing::rounded_operand_bound(largest, ref.max_terms,
+                                                                         convkit::testing::kTf32Unit));
+}
+
+template <typename T>
+Outputs<T> run_at(Float32Precision precision, const Conv2dDesc& d, int version, int tile) {
+  const ScopedFloat32Precision level(precision);
+  ScopedKernelVersion select("conv2d_winograd", version);
+  return run_passes<T>(winograd(tile), d, case_data(d).in);
+}
+
+template <typename T>
+void expect_same_bits(const Outputs<T>& a, const Outputs<T>& b, const std::string& where) {
+  EXPECT_EQ(a.y, b.y) << "forward " << where;
+  EXPECT_EQ(a.dx, b.dx) << "backward_data " << where;
+  EXPECT_EQ(a.dw, b.dw) << "backward_weights " << where;
+  EXPECT_EQ(a.db, b.db) << "bias " << where;
+}
+
+using ReducedParam = std::tuple<std::size_t, int>;  // case, tile
+
+class WinogradTf32Products : public ::testing::TestWithParam<ReducedParam> {};
+
+TEST_P(WinogradTf32Products, EveryPassIsWithinTheTf32BoundAtHighAndMedium) {
+  const auto [index, tile] = GetParam();
+  const ConvCase& c = cases()[index];
+  const CaseData& data = case_data(c.desc);
+  const Outputs<float> high = run_at<float>(Float32Precision::high, c.desc, 2, tile);
+  const std::string where = c.name + " tile " + std::to_string(tile) + " tf32";
+  using cpu::testing::all_within;
+  EXPECT_TRUE(all_within(high.y, data.y.value, tf32_tolerances(data.y))) << "forward " << where;
+  EXPECT_TRUE(all_within(high.dx, data.dx.value, tf32_tolerances(data.dx))) << "backward_data " << where;
+  EXPECT_TRUE(all_within(high.dw, data.dw.value, tf32_tolerances(data.dw))) << "backward_weights " << where;
+  EXPECT_TRUE(all_within(high.db, data.db.value, cpu::testing::tolerances<float>(ConvAlgo::direct, data.db)))
+      << "bias " << where;
+  // medium rounds winograd's products to tf32 too, never bf16.
+  expect_same_bits(run_at<float>(Float32Precision::medium, c.desc, 2, tile), high, where + " medium against high");
+}
+
+std::string reduced_name(const ::testing::TestParamInfo<ReducedParam>& info) {
+  return cases()[std::get<0>(info.param)].name + "_Tf32_Tile" + std::to_string(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, WinogradTf32Products,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 4)),
+                         reduced_name);
+
+// The rounding shows where the tensor cores run (tf32 keeps 10 of float32's
+// 23 mantissa bits, so 35 channels of random values cannot all land on the
+// strict result), and nowhere else: v1 and float64 ignore the precision.
+TEST(GpuConvWinograd, ReducedPrecisionRoundsVersion2sFloat32ProductsOnly) {
+  const Conv2dDesc d = make(1, 33, 5, 6, 35, 1);
+  for (int tile : {2, 4}) {
+    const std::string where = "tile " + std::to_string(tile);
+    const Outputs<float> strict = run_at<float>(Float32Precision::highest, d, 2, tile);
+    const Outputs<float> reduced = run_at<float>(Float32Precision::high, d, 2, tile);
+    EXPECT_NE(strict.y, reduced.y) << "forward " << where;
+    EXPECT_NE(strict.dx, reduced.dx) << "backward_data " << where;
+    EXPECT_NE(strict.dw, reduced.dw) << "backward_weights " << where;
+    expect_same_bits(run_at<float>(Float32Precision::high, d, 1, tile),
+                     run_at<float>(Float32Precision::highest, d, 1, tile), where + " v1");
+    expect_same_bits(run_at<double>(Float32Precision::high, d, 2, tile),
+                     run_at<double>(Float32Precision::highest, d, 2, tile), where + " float64");
+  }
+}
+
+TEST(GpuConvWinograd, ProductsPrecisionIsTf32BelowHighestForVersion2sFloat32) {
+  using kernels::winograd_products_precision;
+  using kernels::TensorCorePrecision;
+  EXPECT_EQ(winograd_products_precision(2, DType::float32, Float32Precision::high), TensorCorePrecision::tf32);
+  EXPECT_EQ(winograd_products_precision(2, DType::float32, Float32Precision::medium), TensorCorePrecision::tf32);
+  EXPECT_EQ(winograd_products_precision(2, DType::float32, Float32Precision::highest), std::nullopt);
+  EXPECT_EQ(winograd_products_precision(2, DType::float64, Float32Precision::high), std::nullopt);
+  EXPECT_EQ(winograd_products_precision(1, DType::float32, Float32Precision::high), std::nullopt);
+}
 
 #if !defined(__CUDACC__)  // thread orders are sim's to choose
 TEST(GpuConvWinograd, ResultsHoldUnderEveryThreadOrder) {
