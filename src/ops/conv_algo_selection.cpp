@@ -29,6 +29,11 @@ constexpr ConvPass kPasses[] = {ConvPass::forward, ConvPass::backward_data, Conv
 
 struct SelectionState {
   std::mutex mutex;
+  // Held while timing, taken before `mutex` and never while holding it: one
+  // benchmark at a time, because two at once would share the device and
+  // skew each other's figures, and could time one descriptor twice and
+  // hand two threads different plans for it.
+  std::mutex timing;
   ConvAlgo default_algo = ConvAlgo::automatic;
   bool benchmark = env_flag("CONVKIT_CONV_BENCHMARK");
   bool logging = env_flag("CONVKIT_CONV_LOG");
@@ -205,6 +210,7 @@ ConvPlan select_conv_plan(ConvAlgo requested, const Conv2dDesc& desc, DType dtyp
   const std::string fields = desc_fields(desc);
   ConvPlan plan;
   std::string how;
+  bool timed = false;
   if (s.benchmark) {
     // Cached passes keep their choice (a loaded file may hold some passes
     // only); the others are timed.
@@ -216,12 +222,25 @@ ConvPlan select_conv_plan(ConvAlgo requested, const Conv2dDesc& desc, DType dtyp
     }
     how = "benchmark (cached)";
     if (!missing.empty()) {
-      lock.unlock();  // timing runs convolutions; other threads may select meanwhile
-      std::string report;
-      benchmark_passes(desc, dtype, device, missing, plan, report);
+      lock.unlock();  // other threads may select cached descriptors while this one times
+      const std::lock_guard timing(s.timing);
       lock.lock();
-      for (ConvPass pass : missing) s.cache[pass_key(context, pass, fields)] = plan.at(pass);
-      how = "benchmark:" + report;
+      // A thread that timed these passes while this one waited has cached them.
+      std::erase_if(missing, [&](ConvPass pass) {
+        const auto it = s.cache.find(pass_key(context, pass, fields));
+        if (it == s.cache.end()) return false;
+        plan.at(pass) = it->second;
+        return true;
+      });
+      if (!missing.empty()) {
+        lock.unlock();
+        std::string report;
+        benchmark_passes(desc, dtype, device, missing, plan, report);
+        lock.lock();
+        for (ConvPass pass : missing) s.cache[pass_key(context, pass, fields)] = plan.at(pass);
+        how = "benchmark:" + report;
+        timed = true;
+      }
     }
   } else {
     lock.unlock();
@@ -230,7 +249,8 @@ ConvPlan select_conv_plan(ConvAlgo requested, const Conv2dDesc& desc, DType dtyp
     how = "heuristic";
   }
   const std::string key = context + " " + fields;
-  if (s.logging && !s.logged[key]) {
+  // Every timing is reported; a plan chosen otherwise, once per descriptor.
+  if (s.logging && (timed || !s.logged[key])) {
     s.logged[key] = true;
     std::fprintf(stderr, "convkit: conv2d %s on %s %s (%s) -> forward %s, backward_data %s, backward_weights %s (%s)\n",
                  desc.str().c_str(), device.str().c_str(), std::string(dtype_name(dtype)).c_str(),

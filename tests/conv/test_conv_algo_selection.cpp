@@ -1,6 +1,9 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "convkit/backend/kernel_versions.h"
 #include "convkit/backend/precision.h"
@@ -108,6 +111,30 @@ TEST(ConvAlgoSelection, BenchmarkModeTimesEachPassAndCachesItsWinnersToAFile) {
   EXPECT_NE(all.find("cpu float32 highest forward 2 3 9 9 4 3 3 2 2 0 0 0 0 1 1 1 1048576 -> "), std::string::npos)
       << all;
   std::remove(path.c_str());
+}
+
+// Threads that ask for one descriptor's plan together get one timing and
+// the same plan: every timing is logged, and only one is.
+TEST(ConvAlgoSelection, ThreadsSelectingOneDescriptorTogetherTimeItOnce) {
+  SelectionGuard guard;
+  set_conv_benchmark_mode(true);
+  set_conv_algo_logging(true);
+  const Conv2dDesc d = make_conv2d_desc({2, 3, 9, 9}, {4, 3, 3, 3}, Conv2dParams().stride(2));
+  constexpr int kThreads = 4;
+  std::vector<ConvPlan> plans(kThreads);
+  ::testing::internal::CaptureStderr();
+  {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i)
+      threads.emplace_back([&, i] { plans[i] = select_conv_plan(ConvAlgo::automatic, d, DType::float32, kCPU); });
+    for (std::thread& t : threads) t.join();
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  std::size_t timings = 0;
+  for (std::size_t at = log.find("(benchmark:"); at != std::string::npos; at = log.find("(benchmark:", at + 1))
+    ++timings;
+  EXPECT_EQ(timings, 1u) << log;
+  for (const ConvPlan& p : plans) EXPECT_TRUE(same_plan(p, plans[0])) << plan_text(p) << " vs " << plan_text(plans[0]);
 }
 
 // On a GPU backend (sim runs its code) each algorithm names the kernel

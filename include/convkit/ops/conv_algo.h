@@ -16,11 +16,14 @@
 //    its fastest run counts. The fastest candidate wins that pass, so forward,
 //    backward-data and backward-weights may each run a different algorithm.
 //    Winners are cached per (device, dtype, float32 precision, pass,
-//    descriptor); the cache can be saved to and loaded from a file.
+//    descriptor); the cache can be saved to and loaded from a file. One
+//    thread times at a time (timings that share a device skew each other);
+//    a thread that waited for another's timing of the same descriptor takes
+//    its result, so every thread gets the same plan.
 // 4. Otherwise the backend's documented heuristic (conv2d_heuristic), for all
 //    three passes.
 // With logging on, each first choice for a descriptor is printed to stderr,
-// in benchmark mode with every candidate's time.
+// and every benchmark with each candidate's time.
 // Environment: CONVKIT_CONV_BENCHMARK=1, CONVKIT_CONV_LOG=1 switch the modes on.
 #include <string>
 
