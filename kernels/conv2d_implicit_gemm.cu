@@ -108,7 +108,8 @@
 //    layer2.down's backward-data, within 3% of v3).
 //
 // Indices are 32-bit: the launcher refuses a descriptor whose tensors have
-// 2^31 elements or more (the explicit path then runs it).
+// more than kIndexLimit elements, 2^31 less a headroom that keeps tile
+// rounding from wrapping (the explicit path then runs it).
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -636,10 +637,10 @@ I padded4(I channels) {
   return (channels + 3) / 4 * 4;
 }
 
-// The largest copy (in elements) version 4 indexes: 32-bit indices with
-// room for a stage's rounding of the depth (+15) and a grid-stride loop's
-// last step (up to 1024 blocks of 256 threads) past the end.
-constexpr std::int64_t kChannelsLastIndexLimit = kIndexLimit - (std::int64_t{1} << 20);
+// The largest copy (in elements) version 4 indexes: kIndexLimit, whose
+// headroom covers a stage's rounding of the depth (+15) and a grid-stride
+// loop's last step past the end.
+constexpr std::int64_t kChannelsLastIndexLimit = kIndexLimit;
 
 // The copies a pass makes, in elements, in the order they sit in the
 // workspace: the image its taps gather from, channels-last (x forward and

@@ -172,11 +172,17 @@ __global__ void transpose_filter_kernel(const T* __restrict__ w, T* __restrict__
 
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-inline constexpr std::int64_t kIndexLimit = std::numeric_limits<int>::max();
+// The most elements a tensor or a product column may have: 32-bit indices,
+// with room above for what the kernels compute past an index before they
+// test it (a depth rounded up to a K-step, k_end + kTileK - 1; a tile's
+// first row plus its height; a grid-stride loop's last step, up to 1024
+// blocks of 256 threads), so that none of it wraps.
+inline constexpr std::int64_t kIndexHeadroom = std::int64_t{1} << 20;
+inline constexpr std::int64_t kIndexLimit = std::numeric_limits<int>::max() - kIndexHeadroom;
 inline constexpr std::int64_t kMaxGridY = 65535;
 
 // Empty when the tiled kernels of either family can index `d` (a valid
-// descriptor, every tensor and product column under 2^31 elements, the groups
+// descriptor, every tensor and product column within kIndexLimit, the groups
 // within the grid's y limit), else why not; `op` names the family.
 inline std::string index_limits_reason(const Conv2dDesc& d, const char* op) {
   try {

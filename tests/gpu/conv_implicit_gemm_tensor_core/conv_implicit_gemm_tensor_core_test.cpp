@@ -25,6 +25,7 @@
 #include "gpu/gpu_conv_testing.h"
 #include "gpu/tensor_core_tolerance.h"
 #include "kernels/conv2d_implicit_gemm.cuh"
+#include "kernels/conv2d_implicit_gemm_problem.cuh"
 #include "kernels/conv2d_implicit_gemm_tensor_core.cuh"
 #include "support/support.h"
 
@@ -541,12 +542,19 @@ TEST(ConvTensorCore, ChannelsLastWorkspaceIsItsCopies) {
   EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, narrow, kChannelsLast),
             kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, narrow, kPipelined));
   expect_within_bound({"narrow", narrow}, run_tc(narrow, kChannelsLast), "narrow workspace v4");
-  // 2^31 - 3 channels fit 32-bit indices; padded to 2^31 they do not.
-  Conv2dDesc wide = make(1, (std::int64_t{1} << 31) - 3, 1, 1, 1, 1, 1, 0);
+  // kIndexLimit - 1 channels fit 32-bit indices with their headroom (a
+  // K-step's rounding of the depth must not wrap); padded to a multiple of
+  // 4 they pass it; one channel past kIndexLimit is refused by every version.
+  static_assert((kernels::implicit_gemm::kIndexLimit - 1) % 4 != 0, "the padding must cross the limit");
+  Conv2dDesc wide = make(1, kernels::implicit_gemm::kIndexLimit - 1, 1, 1, 1, 1, 1, 0);
   wide.workspace_limit = std::numeric_limits<decltype(wide.workspace_limit)>::max();
   EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, wide, kPipelined), "");
   EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, wide, kChannelsLast)
                 .find("32-bit indices"),
+            std::string::npos);
+  wide.C = kernels::implicit_gemm::kIndexLimit + 1;
+  EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, wide, kPipelined)
+                .find("64-bit indices"),
             std::string::npos);
 }
 
