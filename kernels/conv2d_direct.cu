@@ -707,7 +707,7 @@ bool conv2d_direct_can_implement(int version, const ConvGeometry& g, DType dtype
     return false;
   }
   if (version == 1) return true;
-  // Versions 3 and 4 run v2's kernels wherever their own do not fit, so they need what v2 needs.
+  // Versions 3 to 5 run v2's kernels wherever their own do not fit, so they need what v2 needs.
   if (version >= 2 && version <= kVersions) return v2_limits(g, dtype, why);
   if (why) *why = detail::concat("conv2d_direct: no version ", version, " (versions are 1 to ", kVersions, ")");
   return false;
