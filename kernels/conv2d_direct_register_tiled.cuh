@@ -1,11 +1,11 @@
 #pragma once
-// Versions 3 and 4 of the "conv2d_direct" family
+// Versions 3 to 5 of the "conv2d_direct" family
 // (kernels/conv2d_direct_register_tiled.cu): a register-tiled forward that
 // also runs backward-data at stride 1, as the forward of the flipped,
-// transposed problem, and a register-tiled backward-weights, which v4 splits
-// over the pixels. conv2d_direct.cu's launchers route versions 3 and 4 here
-// where they fit and run v2's kernels elsewhere; the contract is
-// conv2d_direct.cuh's.
+// transposed problem, and a register-tiled backward-weights, which v4 (and
+// v5) split over the pixels. conv2d_direct.cu's launchers route versions 3
+// to 5 here where they fit (v5's narrow backward-data excepted) and run
+// v2's kernels elsewhere; the contract is conv2d_direct.cuh's.
 #include <cstdint>
 #include <string>
 

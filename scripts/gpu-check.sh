@@ -348,7 +348,8 @@ bench_args=(--sets=$bench_sets --devices=$device --benchmark_min_time=0.05
 step bench_conv timeout $bench_cap_s "$build_dir/benchmarks/bench_conv" "${bench_args[@]}"
 # The same layers with TF32 allowed (issue 18's per-pass goal is in both
 # precision modes): every convkit algorithm as the setting runs it (the
-# tensor-core implicit GEMM for im2col_gemm, the others strict) against
+# tensor-core implicit GEMM for im2col_gemm, winograd's products on the
+# tensor-core GEMM in tf32, direct and fft strict) against
 # cuDNN, which follows the setting. Its document joins bench_conv.json as the
 # section "tf32" (as the version sweep's do). About 60 s on an H200 (estimate).
 bench_conv_tf32() {
@@ -441,7 +442,7 @@ step train train
 # and change im2col_gemm only on its explicit path (conv2d_implicit_gemm v1,
 # which is here with gemm's default). Not in --quick.
 # Cost on an H100 (an estimate, not yet measured): both sets are 15 layers x
-# 3 passes; about 530 FP32 rows run (direct 4 and implicit GEMM 5 versions
+# 3 passes; about 575 FP32 rows run (direct and implicit GEMM 5 versions
 # everywhere, FFT 4 and Winograd 2 on the stride-1 3x3 layers) and 135 rows
 # each in TF32 and BF16 (2 versions and cuDNN). With --benchmark_min_time=0.01
 # a row costs its setup (operand copies, the float64 check on the host, about

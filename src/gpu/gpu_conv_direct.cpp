@@ -1,10 +1,11 @@
 // The direct convolution on the GPU (kernels/conv2d_direct.cu,
-// docs/gpu/conv2d_direct.md): every descriptor; a workspace only for v4's
-// backward-weights partials.
+// docs/gpu/conv2d_direct.md): every descriptor; a workspace only for the
+// backward-weights partials of v4 and v5.
 //
-// Version choice: the selected "conv2d_direct" version (default v3, the
-// register-tiled kernels, which run v2's tiled kernels for the passes and
-// shapes they do not cover; kernels/conv2d_direct_register_tiled.cu). Where
+// Version choice: the selected "conv2d_direct" version (default v5: v4's
+// register-tiled kernels with backward-weights split over the pixels, and
+// its own backward-data for groups of at most 4 input channels; they run
+// v2's tiled kernels for the passes and shapes they do not cover). Where
 // v2's tiles do not fit in shared memory (a huge dilation or stride) or its
 // grid would be too tall, the pass runs v1, which handles every descriptor;
 // that keeps the algorithm's promise of supporting them all.

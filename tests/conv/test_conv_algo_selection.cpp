@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <fstream>
+#include <latch>
 #include <random>
 #include <string>
 #include <thread>
@@ -124,9 +125,13 @@ TEST(ConvAlgoSelection, ThreadsSelectingOneDescriptorTogetherTimeItOnce) {
   std::vector<ConvPlan> plans(kThreads);
   ::testing::internal::CaptureStderr();
   {
+    std::latch start(kThreads);  // all ask at once
     std::vector<std::thread> threads;
     for (int i = 0; i < kThreads; ++i)
-      threads.emplace_back([&, i] { plans[i] = select_conv_plan(ConvAlgo::automatic, d, DType::float32, kCPU); });
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        plans[i] = select_conv_plan(ConvAlgo::automatic, d, DType::float32, kCPU);
+      });
     for (std::thread& t : threads) t.join();
   }
   const std::string log = ::testing::internal::GetCapturedStderr();

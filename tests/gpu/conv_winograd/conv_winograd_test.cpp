@@ -214,6 +214,17 @@ TEST(GpuConvWinograd, BatchesSplitIntoChunksGiveTheSameResult) {
   for (ConvPass pass : passes) EXPECT_LE(winograd(0).workspace_bytes(d, DType::float64, pass), d.workspace_limit);
   for (int version : {1, 2})
     for (int tile : {2, 4}) expect_matches_reference<double>(ConvCase{"chunked", d}, version, tile);
+  // In tf32 too: backward-weights accumulates the tensor-core products of
+  // each chunk onto the last (beta = 1, B transposed).
+  const CaseData& data = case_data(d);
+  for (int tile : {2, 4}) {
+    const Outputs<float> chunked = run_at<float>(Float32Precision::high, d, 2, tile);
+    const std::string where = "chunked tf32 tile " + std::to_string(tile);
+    using cpu::testing::all_within;
+    EXPECT_TRUE(all_within(chunked.y, data.y.value, tf32_tolerances(data.y))) << "forward " << where;
+    EXPECT_TRUE(all_within(chunked.dx, data.dx.value, tf32_tolerances(data.dx))) << "backward_data " << where;
+    EXPECT_TRUE(all_within(chunked.dw, data.dw.value, tf32_tolerances(data.dw))) << "backward_weights " << where;
+  }
 }
 
 TEST(GpuConvWinograd, WorkspaceIsAPureFunctionOfTheDescriptor) {
