@@ -637,11 +637,6 @@ I padded4(I channels) {
   return (channels + 3) / 4 * 4;
 }
 
-// The largest copy (in elements) version 4 indexes: kIndexLimit, whose
-// headroom covers a stage's rounding of the depth (+15) and a grid-stride
-// loop's last step past the end.
-constexpr std::int64_t kChannelsLastIndexLimit = kIndexLimit;
-
 // The copies a pass makes, in elements, in the order they sit in the
 // workspace: the image its taps gather from, channels-last (x forward and
 // backward-weights, dy backward-data), then the operand read row by row
@@ -809,12 +804,14 @@ void launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(TensorCorePrecis
 
 namespace {
 
-// Whether backward-weights' copies (x and dy) fit 32-bit indices and
+// Whether backward-weights' copies (x and dy) fit 32-bit indices (kIndexLimit,
+// whose headroom covers a stage's rounding of the depth and a grid-stride
+// loop's last step past the end) and
 // workspace_limit; where they do not, version 4's backward-weights runs
 // version 3's, so that a batch too large for them keeps the other passes.
 bool channels_last_weights_fit(const Conv2dDesc& d) {
   const ChannelsLastCopies c = channels_last_copies(d, ConvPass::backward_weights);
-  return std::max(c.image, c.rows) <= kChannelsLastIndexLimit &&
+  return std::max(c.image, c.rows) <= kIndexLimit &&
          copies_bytes(c) <= static_cast<std::int64_t>(d.workspace_limit);
 }
 
@@ -823,7 +820,7 @@ bool channels_last_weights_fit(const Conv2dDesc& d) {
 std::string conv2d_implicit_gemm_channels_last_cannot_implement(const Conv2dDesc& d) {
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data}) {
     const ChannelsLastCopies c = channels_last_copies(d, pass);
-    if (std::max(c.image, c.rows) > kChannelsLastIndexLimit)
+    if (std::max(c.image, c.rows) > kIndexLimit)
       return detail::concat("the channels-last copy of ", conv_pass_name(pass), "'s operands has ",
                             std::max(c.image, c.rows), " elements, past 32-bit indices");
     const std::int64_t bytes = copies_bytes(c);

@@ -34,7 +34,8 @@
 //       the products are where the time goes (F(4x4): 36 I O multiply-adds
 //       per tile, I and O the group's channels, against the transforms'
 //       36 (I + O) values moved), and the tensor cores multiply tf32 several
-//       times faster than the FP32 units. v1 stays strict, the twin the others are checked against.
+//       times faster than the FP32 units. v1 stays strict, the twin the
+//       others are checked against.
 #include <string>
 
 #include "convkit/backend/kernel_versions.h"

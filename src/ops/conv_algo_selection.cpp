@@ -213,25 +213,23 @@ ConvPlan select_conv_plan(ConvAlgo requested, const Conv2dDesc& desc, DType dtyp
   bool timed = false;
   if (s.benchmark) {
     // Cached passes keep their choice (a loaded file may hold some passes
-    // only); the others are timed.
-    std::vector<ConvPass> missing;
-    for (ConvPass pass : kPasses) {
-      const auto it = s.cache.find(pass_key(context, pass, fields));
-      if (it != s.cache.end()) plan.at(pass) = it->second;
-      else missing.push_back(pass);
-    }
+    // only); the others are timed. Called with `mutex` held.
+    const auto uncached = [&] {
+      std::vector<ConvPass> missing;
+      for (ConvPass pass : kPasses) {
+        const auto it = s.cache.find(pass_key(context, pass, fields));
+        if (it != s.cache.end()) plan.at(pass) = it->second;
+        else missing.push_back(pass);
+      }
+      return missing;
+    };
+    std::vector<ConvPass> missing = uncached();
     how = "benchmark (cached)";
     if (!missing.empty()) {
       lock.unlock();  // other threads may select cached descriptors while this one times
       const std::lock_guard timing(s.timing);
       lock.lock();
-      // A thread that timed these passes while this one waited has cached them.
-      std::erase_if(missing, [&](ConvPass pass) {
-        const auto it = s.cache.find(pass_key(context, pass, fields));
-        if (it == s.cache.end()) return false;
-        plan.at(pass) = it->second;
-        return true;
-      });
+      missing = uncached();  // a thread that timed them while this one waited has cached them
       if (!missing.empty()) {
         lock.unlock();
         std::string report;

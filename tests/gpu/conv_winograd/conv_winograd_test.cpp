@@ -118,6 +118,18 @@ std::vector<double> tf32_tolerances(const cpu::testing::Reference& ref) {
                                                                          convkit::testing::kTf32Unit));
 }
 
+// Every pass of `out` within tf32_tolerances of `d`'s reference; the bias
+// gradient is a plain sum, as everywhere.
+void expect_within_tf32_bound(const Outputs<float>& out, const Conv2dDesc& d, const std::string& where) {
+  using cpu::testing::all_within;
+  const CaseData& data = case_data(d);
+  EXPECT_TRUE(all_within(out.y, data.y.value, tf32_tolerances(data.y))) << "forward " << where;
+  EXPECT_TRUE(all_within(out.dx, data.dx.value, tf32_tolerances(data.dx))) << "backward_data " << where;
+  EXPECT_TRUE(all_within(out.dw, data.dw.value, tf32_tolerances(data.dw))) << "backward_weights " << where;
+  EXPECT_TRUE(all_within(out.db, data.db.value, cpu::testing::tolerances<float>(ConvAlgo::direct, data.db)))
+      << "bias " << where;
+}
+
 template <typename T>
 Outputs<T> run_at(Float32Precision precision, const Conv2dDesc& d, int version, int tile) {
   const ScopedFloat32Precision level(precision);
@@ -140,15 +152,9 @@ class WinogradTf32Products : public ::testing::TestWithParam<ReducedParam> {};
 TEST_P(WinogradTf32Products, EveryPassIsWithinTheTf32BoundAtHighAndMedium) {
   const auto [index, tile] = GetParam();
   const ConvCase& c = cases()[index];
-  const CaseData& data = case_data(c.desc);
   const Outputs<float> high = run_at<float>(Float32Precision::high, c.desc, 2, tile);
   const std::string where = c.name + " tile " + std::to_string(tile) + " tf32";
-  using cpu::testing::all_within;
-  EXPECT_TRUE(all_within(high.y, data.y.value, tf32_tolerances(data.y))) << "forward " << where;
-  EXPECT_TRUE(all_within(high.dx, data.dx.value, tf32_tolerances(data.dx))) << "backward_data " << where;
-  EXPECT_TRUE(all_within(high.dw, data.dw.value, tf32_tolerances(data.dw))) << "backward_weights " << where;
-  EXPECT_TRUE(all_within(high.db, data.db.value, cpu::testing::tolerances<float>(ConvAlgo::direct, data.db)))
-      << "bias " << where;
+  expect_within_tf32_bound(high, c.desc, where);
   // medium rounds winograd's products to tf32 too, never bf16.
   expect_same_bits(run_at<float>(Float32Precision::medium, c.desc, 2, tile), high, where + " medium against high");
 }
@@ -216,15 +222,9 @@ TEST(GpuConvWinograd, BatchesSplitIntoChunksGiveTheSameResult) {
     for (int tile : {2, 4}) expect_matches_reference<double>(ConvCase{"chunked", d}, version, tile);
   // In tf32 too: backward-weights accumulates the tensor-core products of
   // each chunk onto the last (beta = 1, B transposed).
-  const CaseData& data = case_data(d);
-  for (int tile : {2, 4}) {
-    const Outputs<float> chunked = run_at<float>(Float32Precision::high, d, 2, tile);
-    const std::string where = "chunked tf32 tile " + std::to_string(tile);
-    using cpu::testing::all_within;
-    EXPECT_TRUE(all_within(chunked.y, data.y.value, tf32_tolerances(data.y))) << "forward " << where;
-    EXPECT_TRUE(all_within(chunked.dx, data.dx.value, tf32_tolerances(data.dx))) << "backward_data " << where;
-    EXPECT_TRUE(all_within(chunked.dw, data.dw.value, tf32_tolerances(data.dw))) << "backward_weights " << where;
-  }
+  for (int tile : {2, 4})
+    expect_within_tf32_bound(run_at<float>(Float32Precision::high, d, 2, tile), d,
+                             "chunked tf32 tile " + std::to_string(tile));
 }
 
 TEST(GpuConvWinograd, WorkspaceIsAPureFunctionOfTheDescriptor) {
