@@ -9,7 +9,8 @@
 // Backward-weights transforms dy blocks (A E A^T) instead of outputs, sums
 // W[xi] += E[xi] V[xi]^T over chunks, and takes W back to 3x3 (G^T W G).
 // Every transform thread handles one (channel, tile); consecutive threads take
-// consecutive tiles, so the point-major stores [xi][channel][tile] coalesce.
+// consecutive tiles, so the point-major stores [xi][channel][tile] coalesce
+// (the plane-side accesses coalesce from v3 on).
 // The transforms multiply by the matrices B^T, G and A^T with plain loops
 // (the simple form; the 1-D transforms of src/cpu/conv/winograd_transforms.h
 // are the same matrices written out).
@@ -36,7 +37,14 @@
 //       36 (I + O) values moved), and the tensor cores multiply tf32 several
 //       times faster than the FP32 units. v1 stays strict, the twin the
 //       others are checked against.
+//   v3  v2 with the transforms' global accesses coalesced ("v3" below): on
+//       the sim model (cifar10-cnn conv2, batch 2) v1's input transform
+//       touches 15.3 sectors per 32-lane request where 4 would do, its
+//       output stores 15.9, the filter taps 32. The arithmetic is v1's,
+//       in the same order, so v3's results are v2's to the bit.
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/conv2d_winograd.cuh"
@@ -45,6 +53,8 @@
 #include "kernels/gemm.cuh"
 #include "kernels/gemm_tensor_core.cuh"
 #include "kernels/tensor_view.cuh"
+#include "kernels/vector_access.cuh"
+#include "kernels/warp_reduce.cuh"
 
 namespace convkit::CK_GPU_NS {
 
@@ -52,13 +62,8 @@ namespace {
 
 using std::int64_t;
 
-constexpr int kVersions = 2;
+constexpr int kVersions = 3;
 constexpr unsigned kThreads = 256;
-
-__device__ __forceinline__ int64_t grid_start() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t grid_step() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 // B^T (a x a), G (a x 3) and A^T (m x a) of F(m x m, 3x3), as in
 // src/cpu/conv/winograd_transforms.h. Built in registers per thread: loops
@@ -98,13 +103,26 @@ struct FilterArgs {
   int Cg, Kg;
 };
 
+// U = G g G^T of one 3x3 filter, stored point-major at `out` (points
+// `point_stride` apart), in the order every version uses.
+template <int M, typename T>
+__device__ __forceinline__ void store_filter_transform(const Matrices<M, T>& mat, const T (&g)[3][3],
+                                                       int64_t point_stride, T* out) {
+  constexpr int A = M + 2;
+  T gg[A][3];  // G g
+  for (int x = 0; x < A; ++x)
+    for (int s = 0; s < 3; ++s) gg[x][s] = mat.g[x][0] * g[0][s] + mat.g[x][1] * g[1][s] + mat.g[x][2] * g[2][s];
+  for (int x = 0; x < A; ++x)
+    for (int y = 0; y < A; ++y)
+      out[(x * A + y) * point_stride] = gg[x][0] * mat.g[y][0] + gg[x][1] * mat.g[y][1] + gg[x][2] * mat.g[y][2];
+}
+
 // One thread per (o, i): U[xi][o][i] = (G g G^T)[xi].
 template <int M, typename T>
 __global__ void filter_transform(FilterArgs<T> f, T* U) {
-  constexpr int A = M + 2;
   const Matrices<M, T> mat;
   const int64_t total = static_cast<int64_t>(f.O) * f.I;
-  for (int64_t e = grid_start(); e < total; e += grid_step()) {
+  for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
     const int o = static_cast<int>(e / f.I), i = static_cast<int>(e % f.I);
     T g[3][3];
     for (int r = 0; r < 3; ++r) {
@@ -114,13 +132,7 @@ __global__ void filter_transform(FilterArgs<T> f, T* U) {
                          : f.w[e * 9 + r * 3 + s];
       }
     }
-    T gg[A][3];  // G g
-    for (int x = 0; x < A; ++x)
-      for (int s = 0; s < 3; ++s) gg[x][s] = mat.g[x][0] * g[0][s] + mat.g[x][1] * g[1][s] + mat.g[x][2] * g[2][s];
-    for (int x = 0; x < A; ++x)
-      for (int y = 0; y < A; ++y)
-        U[(static_cast<int64_t>(x * A + y) * f.O + o) * f.I + i] =
-            gg[x][0] * mat.g[y][0] + gg[x][1] * mat.g[y][1] + gg[x][2] * mat.g[y][2];
+    store_filter_transform(mat, g, total, U + e);
   }
 }
 
@@ -135,13 +147,37 @@ __device__ __forceinline__ TilePlace place(const WinogradGeometry& g, int64_t t)
   return {t / per_image, (rest / g.tiles_w) * g.m, (rest % g.tiles_w) * g.m};
 }
 
+// V = B^T D B of one a x a patch, in the order every version uses (so that
+// v3's results are v1's to the bit), stored point-major at `out` with points
+// `point_stride` apart.
+template <int M, typename T>
+__device__ __forceinline__ void store_input_transform(const Matrices<M, T>& mat, const T (&d)[M + 2][M + 2],
+                                                      int64_t point_stride, T* out) {
+  constexpr int A = M + 2;
+  T bd[A][A];  // B^T D
+  for (int x = 0; x < A; ++x) {
+    for (int y = 0; y < A; ++y) {
+      T sum = 0;
+      for (int k = 0; k < A; ++k) sum += mat.bt[x][k] * d[k][y];
+      bd[x][y] = sum;
+    }
+  }
+  for (int x = 0; x < A; ++x) {
+    for (int y = 0; y < A; ++y) {
+      T sum = 0;
+      for (int k = 0; k < A; ++k) sum += bd[x][k] * mat.bt[y][k];
+      out[(x * A + y) * point_stride] = sum;
+    }
+  }
+}
+
 // One thread per (channel, tile): V[xi][c][j] = (B^T D B)[xi].
 template <int M, typename T>
 __global__ void input_transform(WinogradGeometry g, const T* in, int64_t t0, int64_t count, int64_t pitch, T* V) {
   constexpr int A = M + 2;
   const Matrices<M, T> mat;
   const int64_t total = g.in_channels * count;
-  for (int64_t e = grid_start(); e < total; e += grid_step()) {
+  for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
     const int c = static_cast<int>(e / count);
     const int64_t j = e % count;
     const TilePlace at = place(g, t0 + j);
@@ -154,21 +190,34 @@ __global__ void input_transform(WinogradGeometry g, const T* in, int64_t t0, int
         d[x][y] = (h >= 0 && h < g.in_h && w >= 0 && w < g.in_w) ? plane[static_cast<int64_t>(h) * g.in_w + w] : T(0);
       }
     }
-    T bd[A][A];  // B^T D
-    for (int x = 0; x < A; ++x) {
-      for (int y = 0; y < A; ++y) {
-        T sum = 0;
-        for (int k = 0; k < A; ++k) sum += mat.bt[x][k] * d[k][y];
-        bd[x][y] = sum;
-      }
+    store_input_transform(mat, d, g.in_channels * pitch, V + static_cast<int64_t>(c) * pitch + j);
+  }
+}
+
+// A^T M of one tile's a*a points, read point-major from `points` (points
+// `point_stride` apart), in the order every version uses.
+template <int M, typename T>
+__device__ __forceinline__ void load_output_points(const Matrices<M, T>& mat, const T* points, int64_t point_stride,
+                                                   T (&am)[M][M + 2]) {
+  constexpr int A = M + 2;
+  for (int x = 0; x < M; ++x)
+    for (int y = 0; y < A; ++y) am[x][y] = 0;
+  for (int k = 0; k < A; ++k) {
+    for (int y = 0; y < A; ++y) {
+      const T v = points[(k * A + y) * point_stride];
+      for (int x = 0; x < M; ++x) am[x][y] += mat.at[x][k] * v;
     }
-    for (int x = 0; x < A; ++x) {
-      for (int y = 0; y < A; ++y) {
-        T sum = 0;
-        for (int k = 0; k < A; ++k) sum += bd[x][k] * mat.bt[y][k];
-        V[(static_cast<int64_t>(x * A + y) * g.in_channels + c) * pitch + j] = sum;
-      }
-    }
+  }
+}
+
+// Row x of the tile's outputs: (A^T M A)[x][y] + b for y < m.
+template <int M, typename T>
+__device__ __forceinline__ void output_row(const Matrices<M, T>& mat, const T (&am)[M][M + 2], int x, T b,
+                                           T (&row)[M]) {
+  for (int y = 0; y < M; ++y) {
+    T sum = 0;
+    for (int k = 0; k < M + 2; ++k) sum += am[x][k] * mat.at[y][k];
+    row[y] = sum + b;
   }
 }
 
@@ -176,30 +225,43 @@ __global__ void input_transform(WinogradGeometry g, const T* in, int64_t t0, int
 template <int M, typename T>
 __global__ void output_transform(WinogradGeometry g, const T* Mx, const T* bias, int64_t t0, int64_t count,
                                  int64_t pitch, T* out) {
-  constexpr int A = M + 2;
   const Matrices<M, T> mat;
   const int64_t total = g.out_channels * count;
-  for (int64_t e = grid_start(); e < total; e += grid_step()) {
+  for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
     const int o = static_cast<int>(e / count);
     const int64_t j = e % count;
-    T am[M][A];  // A^T M
-    for (int x = 0; x < M; ++x)
-      for (int y = 0; y < A; ++y) am[x][y] = 0;
-    for (int k = 0; k < A; ++k) {
-      for (int y = 0; y < A; ++y) {
-        const T v = Mx[(static_cast<int64_t>(k * A + y) * g.out_channels + o) * pitch + j];
-        for (int x = 0; x < M; ++x) am[x][y] += mat.at[x][k] * v;
-      }
-    }
+    T am[M][M + 2];  // A^T M
+    load_output_points(mat, Mx + static_cast<int64_t>(o) * pitch + j, g.out_channels * pitch, am);
     const TilePlace at = place(g, t0 + j);
     T* plane = out + (at.n * g.out_channels + o) * g.out_h * g.out_w;
     const T b = bias != nullptr ? bias[o] : T(0);
     for (int x = 0; x < M && at.p + x < g.out_h; ++x) {
-      for (int y = 0; y < M && at.q + y < g.out_w; ++y) {
-        T sum = 0;
-        for (int k = 0; k < A; ++k) sum += am[x][k] * mat.at[y][k];
-        plane[static_cast<int64_t>(at.p + x) * g.out_w + at.q + y] = sum + b;
-      }
+      T row[M];
+      output_row(mat, am, x, b, row);
+      for (int y = 0; y < M && at.q + y < g.out_w; ++y) plane[static_cast<int64_t>(at.p + x) * g.out_w + at.q + y] = row[y];
+    }
+  }
+}
+
+// E = A E A^T of one m x m block of dy, stored point-major at `out`, in the
+// order every version uses.
+template <int M, typename T>
+__device__ __forceinline__ void store_output_gradient_transform(const Matrices<M, T>& mat, const T (&blk)[M][M],
+                                                                int64_t point_stride, T* out) {
+  constexpr int A = M + 2;
+  T ae[A][M];  // A E
+  for (int x = 0; x < A; ++x) {
+    for (int y = 0; y < M; ++y) {
+      T sum = 0;
+      for (int k = 0; k < M; ++k) sum += mat.at[k][x] * blk[k][y];
+      ae[x][y] = sum;
+    }
+  }
+  for (int x = 0; x < A; ++x) {
+    for (int y = 0; y < A; ++y) {
+      T sum = 0;
+      for (int k = 0; k < M; ++k) sum += ae[x][k] * mat.at[k][y];
+      out[(x * A + y) * point_stride] = sum;
     }
   }
 }
@@ -209,10 +271,9 @@ __global__ void output_transform(WinogradGeometry g, const T* Mx, const T* bias,
 template <int M, typename T>
 __global__ void output_gradient_transform(WinogradGeometry g, const T* dy, int64_t t0, int64_t count, int64_t pitch,
                                           T* E) {
-  constexpr int A = M + 2;
   const Matrices<M, T> mat;
   const int64_t total = g.out_channels * count;
-  for (int64_t e = grid_start(); e < total; e += grid_step()) {
+  for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
     const int o = static_cast<int>(e / count);
     const int64_t j = e % count;
     const TilePlace at = place(g, t0 + j);
@@ -223,20 +284,30 @@ __global__ void output_gradient_transform(WinogradGeometry g, const T* dy, int64
         blk[x][y] = (at.p + x < g.out_h && at.q + y < g.out_w)
                         ? plane[static_cast<int64_t>(at.p + x) * g.out_w + at.q + y]
                         : T(0);
-    T ae[A][M];  // A E
-    for (int x = 0; x < A; ++x) {
-      for (int y = 0; y < M; ++y) {
-        T sum = 0;
-        for (int k = 0; k < M; ++k) sum += mat.at[k][x] * blk[k][y];
-        ae[x][y] = sum;
-      }
+    store_output_gradient_transform(mat, blk, g.out_channels * pitch, E + static_cast<int64_t>(o) * pitch + j);
+  }
+}
+
+// The 3x3 taps G^T W G of one filter's a*a points, read point-major from
+// `points` (points `point_stride` apart), in the order every version uses.
+template <int M, typename T>
+__device__ __forceinline__ void weight_taps(const Matrices<M, T>& mat, const T* points, int64_t point_stride,
+                                            T (&taps)[9]) {
+  constexpr int A = M + 2;
+  T gw[3][A];  // G^T W
+  for (int r = 0; r < 3; ++r)
+    for (int y = 0; y < A; ++y) gw[r][y] = 0;
+  for (int x = 0; x < A; ++x) {
+    for (int y = 0; y < A; ++y) {
+      const T v = points[(x * A + y) * point_stride];
+      for (int r = 0; r < 3; ++r) gw[r][y] += mat.g[x][r] * v;
     }
-    for (int x = 0; x < A; ++x) {
-      for (int y = 0; y < A; ++y) {
-        T sum = 0;
-        for (int k = 0; k < M; ++k) sum += ae[x][k] * mat.at[k][y];
-        E[(static_cast<int64_t>(x * A + y) * g.out_channels + o) * pitch + j] = sum;
-      }
+  }
+  for (int r = 0; r < 3; ++r) {
+    for (int s = 0; s < 3; ++s) {
+      T sum = 0;
+      for (int y = 0; y < A; ++y) sum += gw[r][y] * mat.g[y][s];
+      taps[r * 3 + s] = sum;
     }
   }
 }
@@ -244,26 +315,229 @@ __global__ void output_gradient_transform(WinogradGeometry g, const T* dy, int64
 // One thread per (o, i): dw[o][i] = G^T W G.
 template <int M, typename T>
 __global__ void weight_transform(int O, int I, const T* W, T* dw) {
-  constexpr int A = M + 2;
   const Matrices<M, T> mat;
   const int64_t total = static_cast<int64_t>(O) * I;
-  for (int64_t e = grid_start(); e < total; e += grid_step()) {
-    T gw[3][A];  // G^T W
-    for (int r = 0; r < 3; ++r)
-      for (int y = 0; y < A; ++y) gw[r][y] = 0;
+  for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
+    T taps[9];
+    weight_taps(mat, W + e, total, taps);
+    for (int k = 0; k < 9; ++k) dw[e * 9 + k] = taps[k];
+  }
+}
+
+// ---- v3: v1's transforms, their global accesses coalesced ----
+//
+// Lanes of a warp hold consecutive tiles (as in v1), m output columns apart.
+// A patch row is the m columns at the tile's own position plus a halo of two
+// (the window reaches off_w columns to the left and 2 - off_w to the right).
+// v1 reads it one value at a time, so at each read the lanes sit m values
+// apart: 4-byte reads spread over 4m bytes, four times the sectors they use
+// at m = 4. v3 loads the m own values in one or two vector accesses (lanes on
+// adjacent tiles then touch adjacent bytes) and takes the halo from the
+// neighbouring lanes by shuffles, which hold exactly those columns when they
+// hold the adjacent tile of the same row; only the lanes at the edge of a
+// warp, a tile row or a chunk read their halo from memory. The output
+// transform stores, and the output-gradient transform loads, a tile's m
+// values of a row the same way. The filter and weight transforms read (or
+// write) 9 taps per thread, 36 bytes apart between lanes; v3 stages a
+// block's taps in shared memory so that global memory sees whole rows.
+
+// Elements one vector access moves along rows of `width` elements starting
+// at `base`: 4 (16 bytes of float; only at m = 4), 2 (8 bytes of float, 16
+// of double) or 1. Host side.
+int row_vector(DType dtype, int m, int width, const void* base) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(base);
+  if (dtype == DType::float32 && m == 4 && width % 4 == 0 && addr % 16 == 0) return 4;
+  const std::uintptr_t pair_bytes = 2 * dtype_size(dtype);
+  return width % 2 == 0 && addr % pair_bytes == 0 ? 2 : 1;
+}
+
+// Elements q .. q+m-1 of a plane row of `width` (zero at and past width), in
+// vector accesses of `vec` elements where the whole block lies in the row.
+template <int M, typename T>
+__device__ __forceinline__ void load_row_block(const T* row, int q, int width, int vec, T (&v)[M]) {
+  if (vec > 1 && q + M <= width) {
+    if constexpr (std::is_same_v<T, float>) {
+      if constexpr (M % 4 == 0) {
+        if (vec == 4) {
+          for (int k = 0; k < M; k += 4) dev::load16(row + q + k, v + k);
+          return;
+        }
+      }
+      for (int k = 0; k < M; k += 2) dev::load8(row + q + k, v + k);
+    } else {
+      for (int k = 0; k < M; k += 2) dev::load16(row + q + k, v + k);
+    }
+    return;
+  }
+  for (int k = 0; k < M; ++k) v[k] = q + k < width ? row[q + k] : T(0);
+}
+
+// Stores v[k] at q + k of a plane row for q + k < width, as load_row_block reads.
+template <int M, typename T>
+__device__ __forceinline__ void store_row_block(T* row, int q, int width, int vec, const T (&v)[M]) {
+  if (vec > 1 && q + M <= width) {
+    if constexpr (std::is_same_v<T, float>) {
+      if constexpr (M % 4 == 0) {
+        if (vec == 4) {
+          for (int k = 0; k < M; k += 4) dev::store16(row + q + k, v + k);
+          return;
+        }
+      }
+      for (int k = 0; k < M; k += 2) dev::store8(row + q + k, v + k);
+    } else {
+      for (int k = 0; k < M; k += 2) dev::store16(row + q + k, v + k);
+    }
+    return;
+  }
+  for (int k = 0; k < M && q + k < width; ++k) row[q + k] = v[k];
+}
+
+// v3's input transform: v1's, with the patch rows loaded as above. kOff is
+// g.off_w (0, 1 or 2: the left halo's width). Whole warps go round the loop
+// together, as the shuffles need every lane; lanes past the end hold no tile.
+template <int M, typename T, int kOff>
+__global__ void input_transform_halo(WinogradGeometry g, const T* in, int64_t t0, int64_t count, int64_t pitch,
+                                     int vec, T* V) {
+  constexpr int A = M + 2;
+  const Matrices<M, T> mat;
+  const int64_t total = g.in_channels * count;
+  const int lane = static_cast<int>(lane_id());
+  for (int64_t first = grid_thread() - lane; first < total; first += grid_threads()) {
+    const int64_t e = first + lane;
+    const bool mine = e < total;
+    const int c = mine ? static_cast<int>(e / count) : 0;
+    const int64_t j = mine ? e % count : 0;
+    const TilePlace at = place(g, t0 + j);
+    // The lane before holds tile j - 1 of the same channel; it is the tile to
+    // the left when this one does not start its tile row. Likewise after.
+    const bool left_in_lane = mine && lane > 0 && j > 0 && at.q > 0;
+    const bool right_in_lane = mine && lane + 1 < kWarpSize && j + 1 < count && at.q + M < g.tiles_w * M;
+    const T* plane = in + (at.n * g.in_channels + c) * g.in_h * g.in_w;
+    T d[A][A];
     for (int x = 0; x < A; ++x) {
+      const int h = at.p - g.off_h + x;
+      const bool row_inside = mine && h >= 0 && h < g.in_h;
+      const T* row = plane + static_cast<int64_t>(row_inside ? h : 0) * g.in_w;
+      T own[M];
+      if (row_inside) {
+        load_row_block(row, at.q, g.in_w, vec, own);
+      } else {
+        for (int k = 0; k < M; ++k) own[k] = T(0);
+      }
+      // left[k] is column q - 2 + k, right[k] column q + m + k; the window
+      // reads left[2 - kOff ..] and right[.. 2 - kOff).
+      T left[2] = {T(0), T(0)}, right[2] = {T(0), T(0)};
+      for (int k = 2 - kOff; k < 2; ++k) left[k] = shfl_up(own[M - 2 + k], 1);
+      for (int k = 0; k < 2 - kOff; ++k) right[k] = shfl_down(own[k], 1);
+      if (!left_in_lane) {
+        for (int k = 2 - kOff; k < 2; ++k) {
+          const int w = at.q - 2 + k;
+          left[k] = row_inside && w >= 0 && w < g.in_w ? row[w] : T(0);
+        }
+      }
+      if (!right_in_lane) {
+        for (int k = 0; k < 2 - kOff; ++k) {
+          const int w = at.q + M + k;
+          right[k] = row_inside && w < g.in_w ? row[w] : T(0);
+        }
+      }
       for (int y = 0; y < A; ++y) {
-        const T v = W[static_cast<int64_t>(x * A + y) * total + e];
-        for (int r = 0; r < 3; ++r) gw[r][y] += mat.g[x][r] * v;
+        const int col = y - kOff;  // from q
+        d[x][y] = col < 0 ? left[col + 2] : (col < M ? own[col] : right[col - M]);
       }
     }
-    for (int r = 0; r < 3; ++r) {
-      for (int s = 0; s < 3; ++s) {
-        T sum = 0;
-        for (int y = 0; y < A; ++y) sum += gw[r][y] * mat.g[y][s];
-        dw[e * 9 + r * 3 + s] = sum;
+    if (mine) store_input_transform(mat, d, g.in_channels * pitch, V + static_cast<int64_t>(c) * pitch + j);
+  }
+}
+
+// v3's output transform: v1's, each output row stored by store_row_block.
+template <int M, typename T>
+__global__ void output_transform_rows(WinogradGeometry g, const T* Mx, const T* bias, int64_t t0, int64_t count,
+                                      int64_t pitch, int vec, T* out) {
+  const Matrices<M, T> mat;
+  const int64_t total = g.out_channels * count;
+  for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
+    const int o = static_cast<int>(e / count);
+    const int64_t j = e % count;
+    T am[M][M + 2];  // A^T M
+    load_output_points(mat, Mx + static_cast<int64_t>(o) * pitch + j, g.out_channels * pitch, am);
+    const TilePlace at = place(g, t0 + j);
+    T* plane = out + (at.n * g.out_channels + o) * g.out_h * g.out_w;
+    const T b = bias != nullptr ? bias[o] : T(0);
+    for (int x = 0; x < M && at.p + x < g.out_h; ++x) {
+      T row[M];
+      output_row(mat, am, x, b, row);
+      store_row_block(plane + static_cast<int64_t>(at.p + x) * g.out_w, at.q, g.out_w, vec, row);
+    }
+  }
+}
+
+// v3's output-gradient transform: v1's, each dy row loaded by load_row_block.
+template <int M, typename T>
+__global__ void output_gradient_transform_rows(WinogradGeometry g, const T* dy, int64_t t0, int64_t count,
+                                               int64_t pitch, int vec, T* E) {
+  const Matrices<M, T> mat;
+  const int64_t total = g.out_channels * count;
+  for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
+    const int o = static_cast<int>(e / count);
+    const int64_t j = e % count;
+    const TilePlace at = place(g, t0 + j);
+    const T* plane = dy + (at.n * g.out_channels + o) * g.out_h * g.out_w;
+    T blk[M][M];
+    for (int x = 0; x < M; ++x) {
+      if (at.p + x < g.out_h) {
+        load_row_block(plane + static_cast<int64_t>(at.p + x) * g.out_w, at.q, g.out_w, vec, blk[x]);
+      } else {
+        for (int y = 0; y < M; ++y) blk[x][y] = T(0);
       }
     }
+    store_output_gradient_transform(mat, blk, g.out_channels * pitch, E + static_cast<int64_t>(o) * pitch + j);
+  }
+}
+
+// v3's filter transform (forward and backward-weights' filters, unflipped):
+// a block copies its filters' taps, contiguous in w, into shared memory in
+// whole rows, then each thread transforms its own (reading 9 apart: 9 is odd,
+// so the lanes fall on distinct banks). Blocks go round the loop together
+// (the barriers); blockDim.x is kThreads.
+template <int M, typename T>
+__global__ void filter_transform_staged(const T* w, int64_t total, T* U) {
+  __shared__ SharedArray<T[kThreads * 9]> taps;
+  const Matrices<M, T> mat;
+  const int t = static_cast<int>(threadIdx.x);
+  for (int64_t e0 = static_cast<int64_t>(blockIdx.x) * kThreads; e0 < total;
+       e0 += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const int n = static_cast<int>(total - e0 < kThreads ? total - e0 : kThreads);
+    for (int k = t; k < n * 9; k += kThreads) taps[k] = w[e0 * 9 + k];
+    __syncthreads();
+    if (t < n) {
+      T g[3][3];
+      for (int r = 0; r < 3; ++r)
+        for (int s = 0; s < 3; ++s) g[r][s] = taps[t * 9 + r * 3 + s];
+      store_filter_transform(mat, g, total, U + e0 + t);
+    }
+    __syncthreads();
+  }
+}
+
+// v3's weight transform: each thread's 9 taps go through shared memory, and
+// the block writes its filters' taps to dw in whole rows.
+template <int M, typename T>
+__global__ void weight_transform_staged(const T* W, int64_t total, T* dw) {
+  __shared__ SharedArray<T[kThreads * 9]> taps;
+  const Matrices<M, T> mat;
+  const int t = static_cast<int>(threadIdx.x);
+  for (int64_t e0 = static_cast<int64_t>(blockIdx.x) * kThreads; e0 < total;
+       e0 += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const int n = static_cast<int>(total - e0 < kThreads ? total - e0 : kThreads);
+    if (t < n) {
+      T mine[9];
+      weight_taps(mat, W + e0 + t, total, mine);
+      for (int k = 0; k < 9; ++k) taps[t * 9 + k] = mine[k];
+    }
+    __syncthreads();
+    for (int k = t; k < n * 9; k += kThreads) dw[e0 * 9 + k] = taps[k];
+    __syncthreads();
   }
 }
 
@@ -275,7 +549,7 @@ __global__ void products_naive(WinogradGeometry g, int points, const T* U, const
                                T* Mx) {
   const int O = g.out_channels, C = g.in_channels, Og = O / g.groups, Ig = C / g.groups;
   const int64_t total = static_cast<int64_t>(points) * O * count;
-  for (int64_t e = grid_start(); e < total; e += grid_step()) {
+  for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
     const int64_t j = e % count;
     const int64_t row = e / count;  // xi * O + o
     const int o = static_cast<int>(row % O), xi = static_cast<int>(row / O);
@@ -293,7 +567,7 @@ __global__ void weight_products_naive(WinogradGeometry g, int points, const T* E
                                       int64_t pitch, bool accumulate, T* W) {
   const int O = g.out_channels, C = g.in_channels, Og = O / g.groups, Ig = C / g.groups;
   const int64_t total = static_cast<int64_t>(points) * O * Ig;
-  for (int64_t e = grid_start(); e < total; e += grid_step()) {
+  for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
     const int i = static_cast<int>(e % Ig);
     const int64_t row = e / Ig;  // xi * O + o
     const int o = static_cast<int>(row % O), xi = static_cast<int>(row / O);
@@ -343,62 +617,107 @@ void launch_products(DType dtype, std::optional<TensorCorePrecision> rounding, c
 
 int conv2d_winograd_version() {
   static const bool registered = [] {
-    register_kernel_family({"conv2d_winograd", kVersions, 2,
+    register_kernel_family({"conv2d_winograd", kVersions, 3,
                             "v1 one kernel per stage (filter, input, output transforms) and the per-point channel "
                             "products one thread per value; "
-                            "v2 v1's transforms, the products as the gemm family's batched tiled GEMM"});
+                            "v2 v1's transforms, the products as the gemm family's batched tiled GEMM; "
+                            "v3 v2 with the transforms' global accesses coalesced (rows in vector accesses, the "
+                            "input halo by warp shuffles, filter taps staged in shared memory)"});
     return true;
   }();
   (void)registered;
   return kernel_version("conv2d_winograd");
 }
 
-void launch_winograd_filter_transform(DType dtype, int m, const WinogradFilterSource& s, void* U) {
+void launch_winograd_filter_transform(int version, DType dtype, int m, const WinogradFilterSource& s, void* U) {
+  check_version(version);
   dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
     using T = decltype(tag);
-    const FilterArgs<T> f{static_cast<const T*>(s.w), s.O, s.I, s.flip, s.Cg, s.Kg};
-    dispatch_tile(m, [&]<int M>() { grid_launch(filter_transform<M, T>, int64_t{s.O} * s.I, f, static_cast<T*>(U)); });
-  });
-}
-
-void launch_winograd_input_transform(DType dtype, const WinogradGeometry& g, const void* in, int64_t t0,
-                                     int64_t count, int64_t pitch, void* V) {
-  dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
-    using T = decltype(tag);
-    dispatch_tile(g.m, [&]<int M>() {
-      grid_launch(input_transform<M, T>, g.in_channels * count, g, static_cast<const T*>(in), t0, count, pitch,
-                  static_cast<T*>(V));
-    });
-  });
-}
-
-void launch_winograd_output_transform(DType dtype, const WinogradGeometry& g, const void* Mx, const void* bias,
-                                      int64_t t0, int64_t count, int64_t pitch, void* out) {
-  dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
-    using T = decltype(tag);
-    dispatch_tile(g.m, [&]<int M>() {
-      grid_launch(output_transform<M, T>, g.out_channels * count, g, static_cast<const T*>(Mx),
-                  static_cast<const T*>(bias), t0, count, pitch, static_cast<T*>(out));
-    });
-  });
-}
-
-void launch_winograd_output_gradient_transform(DType dtype, const WinogradGeometry& g, const void* dy, int64_t t0,
-                                               int64_t count, int64_t pitch, void* E) {
-  dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
-    using T = decltype(tag);
-    dispatch_tile(g.m, [&]<int M>() {
-      grid_launch(output_gradient_transform<M, T>, g.out_channels * count, g, static_cast<const T*>(dy), t0, count,
-                  pitch, static_cast<T*>(E));
-    });
-  });
-}
-
-void launch_winograd_weight_transform(DType dtype, int m, int O, int I, const void* W, void* dw) {
-  dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
-    using T = decltype(tag);
+    const int64_t total = int64_t{s.O} * s.I;
     dispatch_tile(m, [&]<int M>() {
-      grid_launch(weight_transform<M, T>, int64_t{O} * I, O, I, static_cast<const T*>(W), static_cast<T*>(dw));
+      if (version >= 3 && !s.flip) {
+        grid_launch(filter_transform_staged<M, T>, total, static_cast<const T*>(s.w), total, static_cast<T*>(U));
+        return;
+      }
+      const FilterArgs<T> f{static_cast<const T*>(s.w), s.O, s.I, s.flip, s.Cg, s.Kg};
+      grid_launch(filter_transform<M, T>, total, f, static_cast<T*>(U));
+    });
+  });
+}
+
+void launch_winograd_input_transform(int version, DType dtype, const WinogradGeometry& g, const void* in, int64_t t0,
+                                     int64_t count, int64_t pitch, void* V) {
+  check_version(version);
+  const int vec = row_vector(dtype, g.m, g.in_w, in);
+  dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = static_cast<const T*>(in);
+    T* v = static_cast<T*>(V);
+    const int64_t total = g.in_channels * count;
+    dispatch_tile(g.m, [&]<int M>() {
+      if (version < 3 || g.off_w < 0 || g.off_w > 2) {
+        grid_launch(input_transform<M, T>, total, g, x, t0, count, pitch, v);
+      } else if (g.off_w == 0) {
+        grid_launch(input_transform_halo<M, T, 0>, total, g, x, t0, count, pitch, vec, v);
+      } else if (g.off_w == 1) {
+        grid_launch(input_transform_halo<M, T, 1>, total, g, x, t0, count, pitch, vec, v);
+      } else {
+        grid_launch(input_transform_halo<M, T, 2>, total, g, x, t0, count, pitch, vec, v);
+      }
+    });
+  });
+}
+
+void launch_winograd_output_transform(int version, DType dtype, const WinogradGeometry& g, const void* Mx,
+                                      const void* bias, int64_t t0, int64_t count, int64_t pitch, void* out) {
+  check_version(version);
+  const int vec = row_vector(dtype, g.m, g.out_w, out);
+  dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t total = g.out_channels * count;
+    const T* mx = static_cast<const T*>(Mx);
+    const T* b = static_cast<const T*>(bias);
+    T* y = static_cast<T*>(out);
+    dispatch_tile(g.m, [&]<int M>() {
+      if (version >= 3) {
+        grid_launch(output_transform_rows<M, T>, total, g, mx, b, t0, count, pitch, vec, y);
+      } else {
+        grid_launch(output_transform<M, T>, total, g, mx, b, t0, count, pitch, y);
+      }
+    });
+  });
+}
+
+void launch_winograd_output_gradient_transform(int version, DType dtype, const WinogradGeometry& g, const void* dy,
+                                               int64_t t0, int64_t count, int64_t pitch, void* E) {
+  check_version(version);
+  const int vec = row_vector(dtype, g.m, g.out_w, dy);
+  dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t total = g.out_channels * count;
+    const T* d = static_cast<const T*>(dy);
+    T* e = static_cast<T*>(E);
+    dispatch_tile(g.m, [&]<int M>() {
+      if (version >= 3) {
+        grid_launch(output_gradient_transform_rows<M, T>, total, g, d, t0, count, pitch, vec, e);
+      } else {
+        grid_launch(output_gradient_transform<M, T>, total, g, d, t0, count, pitch, e);
+      }
+    });
+  });
+}
+
+void launch_winograd_weight_transform(int version, DType dtype, int m, int O, int I, const void* W, void* dw) {
+  check_version(version);
+  dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t total = int64_t{O} * I;
+    dispatch_tile(m, [&]<int M>() {
+      if (version >= 3) {
+        grid_launch(weight_transform_staged<M, T>, total, static_cast<const T*>(W), total, static_cast<T*>(dw));
+      } else {
+        grid_launch(weight_transform<M, T>, total, O, I, static_cast<const T*>(W), static_cast<T*>(dw));
+      }
     });
   });
 }

@@ -44,22 +44,30 @@ struct WinogradFilterSource {
   int Cg, Kg;
 };
 
+// The transforms, by `version` of the family: v1 and v2 run the simple
+// kernels (one thread per channel and tile, or per filter), v3 the same
+// arithmetic with coalesced global accesses (kernels/conv2d_winograd.cu,
+// "v3"), to the bit the same results. v3 keeps v1's kernel for the flipped
+// filters of backward-data and for inputs whose window starts off_w < 0 or
+// > 2 columns left of the tile (padding above 2).
+//
 // U = transformed filters (O * I values per point).
-void launch_winograd_filter_transform(DType dtype, int m, const WinogradFilterSource& src, void* U);
+void launch_winograd_filter_transform(int version, DType dtype, int m, const WinogradFilterSource& src, void* U);
 // V[xi][c][j] = (B^T D B)[xi] of tile t0 + j of `in` (count tiles, row pitch `pitch`).
-void launch_winograd_input_transform(DType dtype, const WinogradGeometry& g, const void* in, std::int64_t t0,
-                                     std::int64_t count, std::int64_t pitch, void* V);
+void launch_winograd_input_transform(int version, DType dtype, const WinogradGeometry& g, const void* in,
+                                     std::int64_t t0, std::int64_t count, std::int64_t pitch, void* V);
 // out = A^T M A of each tile, clipped to out_h x out_w, plus bias[o] when not null.
-void launch_winograd_output_transform(DType dtype, const WinogradGeometry& g, const void* M, const void* bias,
-                                      std::int64_t t0, std::int64_t count, std::int64_t pitch, void* out);
+void launch_winograd_output_transform(int version, DType dtype, const WinogradGeometry& g, const void* M,
+                                      const void* bias, std::int64_t t0, std::int64_t count, std::int64_t pitch,
+                                      void* out);
 // E[xi][o][j] = (A E A^T)[xi] of the m x m block of dy (out planes) at tile t0 + j.
-void launch_winograd_output_gradient_transform(DType dtype, const WinogradGeometry& g, const void* dy,
+void launch_winograd_output_gradient_transform(int version, DType dtype, const WinogradGeometry& g, const void* dy,
                                                std::int64_t t0, std::int64_t count, std::int64_t pitch, void* E);
 // dw[o][i] = G^T W[.][o][i] G: points back to 3x3 taps (O * I filters).
-void launch_winograd_weight_transform(DType dtype, int m, int O, int I, const void* W, void* dw);
+void launch_winograd_weight_transform(int version, DType dtype, int m, int O, int I, const void* W, void* dw);
 
 // M[xi] = U[xi] V[xi] per group (forward and backward-data), by `version`:
-// v1 one thread per value of M; v2 the "gemm" family, batched over the points.
+// v1 one thread per value of M; v2 and v3 the "gemm" family, batched over the points.
 // Below the highest float32 `precision`, v2's float32 products run on the
 // tensor-core GEMM ("gemm_tensor_core") in tf32, at high and medium alike
 // (winograd_products_precision); v1 and float64 stay strict.

@@ -1,6 +1,6 @@
 #pragma once
-// Warp-level building blocks shared by the reduction, softmax and batch-norm
-// kernels: shuffles spelled once for every accumulator type, and the two warp
+// Warp-level building blocks shared by the reduction, softmax, batch-norm and
+// Winograd kernels: shuffles spelled once for every accumulator type, and the two warp
 // reductions (to lane 0 with __shfl_down_sync, to every lane with
 // __shfl_xor_sync). Every caller runs them with all 32 lanes of the warp
 // present: blocks are whole warps, and lanes without data hold the identity.
@@ -32,6 +32,8 @@ __device__ __forceinline__ double shfl_down(double v, unsigned delta) {
 __device__ __forceinline__ std::int64_t shfl_down(std::int64_t v, unsigned delta) {
   return static_cast<std::int64_t>(__shfl_down_sync(kFullWarp, static_cast<long long>(v), delta));
 }
+__device__ __forceinline__ float shfl_up(float v, unsigned delta) { return __shfl_up_sync(kFullWarp, v, delta); }
+__device__ __forceinline__ double shfl_up(double v, unsigned delta) { return __shfl_up_sync(kFullWarp, v, delta); }
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(kFullWarp, v, mask); }
 __device__ __forceinline__ double shfl_xor(double v, int mask) { return __shfl_xor_sync(kFullWarp, v, mask); }
 __device__ __forceinline__ std::int64_t shfl_xor(std::int64_t v, int mask) {

@@ -110,13 +110,13 @@ void correlate(const WinogradPlan& plan, DType dtype, const void* in, const Wino
   const int version = conv2d_winograd_version();
   const Float32Precision precision = float32_precision();
   const WinogradBuffers buf = carve_aligned(plan, dtype, workspace);
-  launch_winograd_filter_transform(dtype, plan.geo.m, filters, buf.filters);
+  launch_winograd_filter_transform(version, dtype, plan.geo.m, filters, buf.filters);
   for (int64_t t0 = 0; t0 < plan.tiles(); t0 += plan.chunk) {
     const int64_t count = std::min(plan.chunk, plan.tiles() - t0);
-    launch_winograd_input_transform(dtype, plan.geo, in, t0, count, plan.chunk, buf.inputs);
+    launch_winograd_input_transform(version, dtype, plan.geo, in, t0, count, plan.chunk, buf.inputs);
     launch_winograd_products(version, dtype, precision, plan.geo, buf.filters, buf.inputs, count, plan.chunk,
                              buf.products);
-    launch_winograd_output_transform(dtype, plan.geo, buf.products, bias, t0, count, plan.chunk, out);
+    launch_winograd_output_transform(version, dtype, plan.geo, buf.products, bias, t0, count, plan.chunk, out);
   }
 }
 
@@ -177,12 +177,12 @@ class WinogradGpuConv final : public conv::ConvAlgorithm {
     const WinogradBuffers buf = carve_aligned(plan, dtype, workspace);
     for (int64_t t0 = 0; t0 < plan.tiles(); t0 += plan.chunk) {
       const int64_t count = std::min(plan.chunk, plan.tiles() - t0);
-      launch_winograd_input_transform(dtype, plan.geo, x, t0, count, plan.chunk, buf.inputs);
-      launch_winograd_output_gradient_transform(dtype, plan.geo, dy, t0, count, plan.chunk, buf.products);
+      launch_winograd_input_transform(version, dtype, plan.geo, x, t0, count, plan.chunk, buf.inputs);
+      launch_winograd_output_gradient_transform(version, dtype, plan.geo, dy, t0, count, plan.chunk, buf.products);
       launch_winograd_weight_products(version, dtype, precision, plan.geo, buf.products, buf.inputs, count,
                                       plan.chunk, t0 > 0, buf.filters);
     }
-    launch_winograd_weight_transform(dtype, plan.geo.m, static_cast<int>(desc.K),
+    launch_winograd_weight_transform(version, dtype, plan.geo.m, static_cast<int>(desc.K),
                                      static_cast<int>(desc.C_per_group()), buf.filters, dw);
     if (db != nullptr) launch_bias_gradient(dtype, dy, desc.N, desc.K, desc.P() * desc.Q(), db);
   }

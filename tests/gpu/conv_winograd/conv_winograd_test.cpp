@@ -4,8 +4,10 @@
 // undilated descriptors of tests/cpu/conv and on shapes that cut tiles at the
 // plane's edge (odd sizes, padding 0 to 2, batch 1, channel counts that are
 // no multiple of a GEMM tile, groups, one cifar10-cnn layer), against the
-// float64 reference with the cpu Winograd's tolerance; v2 against v1; chunked
-// batches; the errors. Below the highest float32 precision: v2's products on
+// float64 reference with the cpu Winograd's tolerance; v2 and v3 against v1;
+// v3 against v2 to the bit (its rows in vector accesses, its halo by warp
+// shuffles, on rows a multiple of 4 wide, wider than a warp's tiles, and cut
+// by chunks); chunked batches; the errors. Below the highest float32 precision: v2's products on
 // the tensor cores in tf32 (at high and medium alike), within the same model
 // with tf32's operand bound, while v1 and float64 stay strict to the bit.
 #include <gtest/gtest.h>
@@ -60,6 +62,12 @@ const std::vector<ConvCase>& cases() {
     c.push_back({"channels_33_to_35", make(1, 33, 5, 6, 35, 1)});
     c.push_back({"groups_3", make(2, 6, 9, 8, 9, 1, 3)});
     c.push_back({"cifar10_cnn_conv3_batch1", make(1, 32, 15, 15, 64, 1)});
+    // v3's paths: rows a multiple of 4 wide (16-byte row accesses), tile rows
+    // wider than a warp (35 F(4x4) tiles: warps start and end mid-row), and
+    // padding 3 (off_w outside 0..2: v1's input transform).
+    c.push_back({"aligned_16x16", make(2, 4, 16, 16, 5, 1)});
+    c.push_back({"wide_6x140", make(1, 2, 6, 140, 3, 1)});
+    c.push_back({"pad3", make(1, 2, 5, 6, 3, 3)});
     return c;
   }();
   return all;
@@ -99,11 +107,11 @@ std::string case_name(const ::testing::TestParamInfo<Param>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, WinogradCase,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(1, 2, 3),
                                             ::testing::Values(0, 2, 4)),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(Cases, WinogradVersusV1,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 3),
                                             ::testing::Values(2, 4)),
                          case_name);
 
@@ -159,6 +167,31 @@ TEST_P(WinogradTf32Products, EveryPassIsWithinTheTf32BoundAtHighAndMedium) {
   expect_same_bits(run_at<float>(Float32Precision::medium, c.desc, 2, tile), high, where + " medium against high");
 }
 
+// v3 moves the transforms' data differently and computes the same values in
+// the same order: every pass gives v2's bits, strict and with tf32 products,
+// in float32 and float64.
+using TiledParam = std::tuple<std::size_t, int>;  // case, tile
+class WinogradVersion3 : public ::testing::TestWithParam<TiledParam> {};
+
+TEST_P(WinogradVersion3, GivesVersion2sBits) {
+  const auto [index, tile] = GetParam();
+  const Conv2dDesc& d = cases()[index].desc;
+  const std::string where = cases()[index].name + " tile " + std::to_string(tile);
+  expect_same_bits(run_at<float>(Float32Precision::highest, d, 3, tile),
+                   run_at<float>(Float32Precision::highest, d, 2, tile), where);
+  expect_same_bits(run_at<double>(Float32Precision::highest, d, 3, tile),
+                   run_at<double>(Float32Precision::highest, d, 2, tile), where + " float64");
+  expect_same_bits(run_at<float>(Float32Precision::high, d, 3, tile), run_at<float>(Float32Precision::high, d, 2, tile),
+                   where + " tf32");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, WinogradVersion3,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 4)),
+                         [](const ::testing::TestParamInfo<TiledParam>& info) {
+                           return cases()[std::get<0>(info.param)].name + "_Tile" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
 std::string reduced_name(const ::testing::TestParamInfo<ReducedParam>& info) {
   return cases()[std::get<0>(info.param)].name + "_Tf32_Tile" + std::to_string(std::get<1>(info.param));
 }
@@ -200,8 +233,8 @@ TEST(GpuConvWinograd, ProductsPrecisionIsTf32BelowHighestForVersion2sFloat32) {
 TEST(GpuConvWinograd, ResultsHoldUnderEveryThreadOrder) {
   for (const char* order : {"reverse", "random:5"}) {
     sim::ScopedSchedule schedule(sim::Schedule::parse(order));
-    for (int version : {1, 2})
-      for (const char* name : {"groups_3", "f4_edges_13x14"})
+    for (int version : {1, 2, 3})
+      for (const char* name : {"groups_3", "f4_edges_13x14", "wide_6x140"})
         for (const ConvCase& c : cases())
           if (c.name == name) expect_matches_reference<float>(c, version, 0);
   }
@@ -218,8 +251,12 @@ TEST(GpuConvWinograd, BatchesSplitIntoChunksGiveTheSameResult) {
     whole_batch = std::min(whole_batch, winograd(0).workspace_bytes(d, DType::float64, pass));
   d.workspace_limit = whole_batch / 3;
   for (ConvPass pass : passes) EXPECT_LE(winograd(0).workspace_bytes(d, DType::float64, pass), d.workspace_limit);
-  for (int version : {1, 2})
+  for (int version : {1, 2, 3})
     for (int tile : {2, 4}) expect_matches_reference<double>(ConvCase{"chunked", d}, version, tile);
+  // Chunks start and end mid-row: v3's halo comes from memory there.
+  for (int tile : {2, 4})
+    expect_same_bits(run_at<double>(Float32Precision::highest, d, 3, tile),
+                     run_at<double>(Float32Precision::highest, d, 2, tile), "chunked v3 tile " + std::to_string(tile));
   // In tf32 too: backward-weights accumulates the tensor-core products of
   // each chunk onto the last (beta = 1, B transposed).
   for (int tile : {2, 4})
