@@ -117,21 +117,25 @@ __device__ __forceinline__ void store_filter_transform(const Matrices<M, T>& mat
       out[(x * A + y) * point_stride] = gg[x][0] * mat.g[y][0] + gg[x][1] * mat.g[y][1] + gg[x][2] * mat.g[y][2];
 }
 
+// Which filter of w entry e = o * I + i of U transforms: w[o][i], or with
+// `flip` (backward-data) w[(o / Cg) * Kg + i][o mod Cg], its taps reversed.
+template <typename T>
+__device__ __forceinline__ int64_t source_filter(const FilterArgs<T>& f, int64_t e) {
+  if (!f.flip) return e;
+  const int o = static_cast<int>(e / f.I), i = static_cast<int>(e % f.I);
+  return (static_cast<int64_t>(o / f.Cg) * f.Kg + i) * f.Cg + o % f.Cg;
+}
+
 // One thread per (o, i): U[xi][o][i] = (G g G^T)[xi].
 template <int M, typename T>
 __global__ void filter_transform(FilterArgs<T> f, T* U) {
   const Matrices<M, T> mat;
   const int64_t total = static_cast<int64_t>(f.O) * f.I;
   for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
-    const int o = static_cast<int>(e / f.I), i = static_cast<int>(e % f.I);
+    const T* taps = f.w + source_filter(f, e) * 9;
     T g[3][3];
-    for (int r = 0; r < 3; ++r) {
-      for (int s = 0; s < 3; ++s) {
-        g[r][s] = f.flip ? f.w[((static_cast<int64_t>(o / f.Cg) * f.Kg + i) * f.Cg + o % f.Cg) * 9 + (2 - r) * 3 +
-                               (2 - s)]
-                         : f.w[e * 9 + r * 3 + s];
-      }
-    }
+    for (int r = 0; r < 3; ++r)
+      for (int s = 0; s < 3; ++s) g[r][s] = f.flip ? taps[(2 - r) * 3 + (2 - s)] : taps[r * 3 + s];
     store_filter_transform(mat, g, total, U + e);
   }
 }
@@ -495,25 +499,27 @@ __global__ void output_gradient_transform_rows(WinogradGeometry g, const T* dy, 
   }
 }
 
-// v3's filter transform (forward and backward-weights' filters, unflipped):
-// a block copies its filters' taps, contiguous in w, into shared memory in
-// whole rows, then each thread transforms its own (reading 9 apart: 9 is odd,
-// so the lanes fall on distinct banks). Blocks go round the loop together
-// (the barriers); blockDim.x is kThreads.
+// v3's filter transform: a block copies its filters' taps into shared
+// memory, consecutive threads on consecutive taps (whole rows of w where the
+// filters are consecutive, as unflipped; 36-byte runs where backward-data's
+// flip takes them a column apart), then each thread transforms its own
+// (reading 9 apart: 9 is odd, so the lanes fall on distinct banks). Blocks go
+// round the loop together (the barriers); blockDim.x is kThreads.
 template <int M, typename T>
-__global__ void filter_transform_staged(const T* w, int64_t total, T* U) {
+__global__ void filter_transform_staged(FilterArgs<T> f, T* U) {
   __shared__ SharedArray<T[kThreads * 9]> taps;
   const Matrices<M, T> mat;
+  const int64_t total = static_cast<int64_t>(f.O) * f.I;
   const int t = static_cast<int>(threadIdx.x);
   for (int64_t e0 = static_cast<int64_t>(blockIdx.x) * kThreads; e0 < total;
        e0 += static_cast<int64_t>(gridDim.x) * kThreads) {
     const int n = static_cast<int>(total - e0 < kThreads ? total - e0 : kThreads);
-    for (int k = t; k < n * 9; k += kThreads) taps[k] = w[e0 * 9 + k];
+    for (int k = t; k < n * 9; k += kThreads) taps[k] = f.w[source_filter(f, e0 + k / 9) * 9 + k % 9];
     __syncthreads();
     if (t < n) {
       T g[3][3];
       for (int r = 0; r < 3; ++r)
-        for (int s = 0; s < 3; ++s) g[r][s] = taps[t * 9 + r * 3 + s];
+        for (int s = 0; s < 3; ++s) g[r][s] = taps[t * 9 + (f.flip ? (2 - r) * 3 + (2 - s) : r * 3 + s)];
       store_filter_transform(mat, g, total, U + e0 + t);
     }
     __syncthreads();
@@ -634,13 +640,13 @@ void launch_winograd_filter_transform(int version, DType dtype, int m, const Win
   dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
     using T = decltype(tag);
     const int64_t total = int64_t{s.O} * s.I;
+    const FilterArgs<T> f{static_cast<const T*>(s.w), s.O, s.I, s.flip, s.Cg, s.Kg};
     dispatch_tile(m, [&]<int M>() {
-      if (version >= 3 && !s.flip) {
-        grid_launch(filter_transform_staged<M, T>, total, static_cast<const T*>(s.w), total, static_cast<T*>(U));
-        return;
+      if (version >= 3) {
+        grid_launch(filter_transform_staged<M, T>, total, f, static_cast<T*>(U));
+      } else {
+        grid_launch(filter_transform<M, T>, total, f, static_cast<T*>(U));
       }
-      const FilterArgs<T> f{static_cast<const T*>(s.w), s.O, s.I, s.flip, s.Cg, s.Kg};
-      grid_launch(filter_transform<M, T>, total, f, static_cast<T*>(U));
     });
   });
 }

@@ -47,9 +47,8 @@ struct WinogradFilterSource {
 // The transforms, by `version` of the family: v1 and v2 run the simple
 // kernels (one thread per channel and tile, or per filter), v3 the same
 // arithmetic with coalesced global accesses (kernels/conv2d_winograd.cu,
-// "v3"), to the bit the same results. v3 keeps v1's kernel for the flipped
-// filters of backward-data and for inputs whose window starts off_w < 0 or
-// > 2 columns left of the tile (padding above 2).
+// "v3"), to the bit the same results. v3 keeps v1's input transform where
+// the window starts off_w < 0 or > 2 columns left of the tile (padding above 2).
 //
 // U = transformed filters (O * I values per point).
 void launch_winograd_filter_transform(int version, DType dtype, int m, const WinogradFilterSource& src, void* U);
@@ -68,7 +67,7 @@ void launch_winograd_weight_transform(int version, DType dtype, int m, int O, in
 
 // M[xi] = U[xi] V[xi] per group (forward and backward-data), by `version`:
 // v1 one thread per value of M; v2 and v3 the "gemm" family, batched over the points.
-// Below the highest float32 `precision`, v2's float32 products run on the
+// Below the highest float32 `precision`, v2's and v3's float32 products run on the
 // tensor-core GEMM ("gemm_tensor_core") in tf32, at high and medium alike
 // (winograd_products_precision); v1 and float64 stay strict.
 void launch_winograd_products(int version, DType dtype, Float32Precision precision, const WinogradGeometry& g,
@@ -79,7 +78,7 @@ void launch_winograd_weight_products(int version, DType dtype, Float32Precision 
                                      const void* E, const void* V, std::int64_t count, std::int64_t pitch,
                                      bool accumulate, void* W);
 
-// The rounding v2's products take at `precision`, or nothing where they stay
+// The rounding v2's and v3's products take at `precision`, or nothing where they stay
 // strict (highest, float64). Always tf32 when reduced, even at medium: the
 // transforms amplify the operands' rounding (F(4x4)'s output transform sums
 // points with weights up to 8), and on random layers bf16 products put

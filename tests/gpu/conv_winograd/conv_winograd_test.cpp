@@ -224,6 +224,7 @@ TEST(GpuConvWinograd, ProductsPrecisionIsTf32BelowHighestForVersion2sFloat32) {
   using kernels::TensorCorePrecision;
   EXPECT_EQ(winograd_products_precision(2, DType::float32, Float32Precision::high), TensorCorePrecision::tf32);
   EXPECT_EQ(winograd_products_precision(2, DType::float32, Float32Precision::medium), TensorCorePrecision::tf32);
+  EXPECT_EQ(winograd_products_precision(3, DType::float32, Float32Precision::high), TensorCorePrecision::tf32);
   EXPECT_EQ(winograd_products_precision(2, DType::float32, Float32Precision::highest), std::nullopt);
   EXPECT_EQ(winograd_products_precision(2, DType::float64, Float32Precision::high), std::nullopt);
   EXPECT_EQ(winograd_products_precision(1, DType::float32, Float32Precision::high), std::nullopt);
