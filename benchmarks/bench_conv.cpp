@@ -76,6 +76,7 @@ struct ConvCase {
   std::string baseline;  // "cudnn", "onednn" or "onednn-blocked": that library instead of `algo`
   std::string family;    // with --kernel-versions: `algo` with this kernel family pinned at `version`
   int version = 0;
+  int profile_passes = 0;  // --profile-passes
 };
 
 const char* pass_short_name(ConvPass pass) {
@@ -252,6 +253,14 @@ void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, con
     if (copy->db.defined()) copy->db.fill_(0);
   }
   backend.synchronize();
+  // --profile-passes: that many passes inside a profiler range, apart from
+  // the timed loop, so that `ncu --profile-from-start off` sees exactly
+  // these (gpu-check's kernel_times step divides its kernel times by them).
+  if (c.profile_passes > 0) {
+    const CudaProfilerRange range(c.device);
+    for (int k = 0; k < c.profile_passes; ++k) runner.run(*copies[k % copies.size()], workspace);
+  }
+  backend.synchronize();
 
   std::unique_ptr<GpuEventTimer> events;
   if (uses_events(c.device)) events = std::make_unique<GpuEventTimer>();
@@ -276,6 +285,7 @@ void time_pass(benchmark::State& state, const ConvCase& c, Backend& backend, con
   state.counters["floor_bytes"] = static_cast<double>(floor_bytes);
   state.counters["flop_per_byte"] = flops / static_cast<double>(floor_bytes);
   state.counters["heuristic"] = runner.heuristic ? 1 : 0;
+  if (c.profile_passes > 0) state.counters["profiled_passes"] = c.profile_passes;
   std::string label = runner.name + " " + geometry(c.desc, c.count) + " rotation=" + std::to_string(rotation);
   if (!c.family.empty()) {
     const int default_version = kernel_family_default(c.family);
@@ -398,6 +408,9 @@ const std::map<std::string, std::string> kFlags = {
     {"passes", "comma-separated passes: fwd, bwd-data, bwd-weights (default all three)"},
     {"rotate-mib", "operand copies to cycle through, in MiB, so the caches start cold (default 64)"},
     {"check", "check each result against the float64 reference before timing (default true)"},
+    {"profile-passes", "run this many passes of each row between cudaProfilerStart and cudaProfilerStop, after "
+                       "the warm-up and apart from the timed loop, for `ncu --profile-from-start off` (on cuda "
+                       "devices; elsewhere the passes run without a range); counter profiled_passes (default 0)"},
     {"list-sets", "print the layer sets and exit"},
     {"sim-profile", "time nothing: run each pass once on sim under the sim performance model, for every version of "
                     "the kernels its algorithm uses, and print the exact counters with a roofline estimate for this "
@@ -463,6 +476,8 @@ int main(int argc, char** argv) {
     const double rotate_mib = flags.get_double("rotate-mib", 64);
     CK_CHECK(rotate_mib >= 0, "--rotate-mib must be >= 0, got ", rotate_mib);
     const bool check = flags.get("check", "true") != "false";
+    const std::int64_t profile_passes = flags.get_int("profile-passes", 0);
+    CK_CHECK(profile_passes >= 0 && profile_passes <= 1000, "--profile-passes must be 0 to 1000, got ", profile_passes);
     std::vector<std::string> version_families = flags.get_list("kernel-versions", {});
     if (version_families == std::vector<std::string>{"all"}) version_families = all_conv_kernel_families();
     const std::vector<std::string> known_families = all_conv_kernel_families();
@@ -509,6 +524,7 @@ int main(int argc, char** argv) {
               c.pass = pass;
               c.rotate_bytes = static_cast<std::size_t>(rotate_mib * (1 << 20));
               c.check = check;
+              c.profile_passes = static_cast<int>(profile_passes);
               if (baseline) c.baseline = library;
               if (sim_profile) {
                 if (!baseline) profile_cases.push_back(c);

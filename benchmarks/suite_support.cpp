@@ -12,6 +12,7 @@
 #include "convkit/version.h"
 
 #ifdef CONVKIT_BENCH_CUDA_EVENTS
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #endif
 
@@ -127,7 +128,7 @@ int rotation_count(std::size_t bytes_per_copy, std::size_t rotate_bytes) {
 #ifdef CONVKIT_BENCH_CUDA_EVENTS
 namespace {
 void cuda_check(cudaError_t status, const char* what) {
-  CK_CHECK(status == cudaSuccess, "benchmark timer: ", what, ": ", cudaGetErrorString(status));
+  CK_CHECK(status == cudaSuccess, "benchmarks: ", what, ": ", cudaGetErrorString(status));
 }
 }  // namespace
 
@@ -154,7 +155,19 @@ double GpuEventTimer::stop_seconds() {
              "cudaEventElapsedTime");
   return static_cast<double>(ms) * 1e-3;
 }
+
+CudaProfilerRange::CudaProfilerRange(Device device) : active_(device.type == DeviceType::cuda) {
+  if (active_) cuda_check(cudaProfilerStart(), "cudaProfilerStart");
+}
+CudaProfilerRange::~CudaProfilerRange() {
+  if (!active_) return;
+  // A destructor must not throw: a failure here only loses the range's end.
+  cudaDeviceSynchronize();
+  cudaProfilerStop();
+}
 #else
+CudaProfilerRange::CudaProfilerRange(Device device) { (void)device; }
+CudaProfilerRange::~CudaProfilerRange() = default;
 bool GpuEventTimer::available() { return false; }
 GpuEventTimer::GpuEventTimer() { CK_FAIL("benchmark timer: CUDA events need a build with the cuda backend"); }
 GpuEventTimer::~GpuEventTimer() = default;

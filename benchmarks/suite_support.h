@@ -77,6 +77,22 @@ class GpuEventTimer {
   void* stop_ = nullptr;
 };
 
+// Marks the work between construction and destruction for a profiler that
+// was started with profiling off (`ncu --profile-from-start off`):
+// cudaProfilerStart, then cudaProfilerStop after a device synchronize. Only
+// on cuda devices of a build with the cuda backend; elsewhere (sim, cpu)
+// there is no profiler to tell, and it does nothing.
+class CudaProfilerRange {
+ public:
+  explicit CudaProfilerRange(Device device);
+  ~CudaProfilerRange();
+  CudaProfilerRange(const CudaProfilerRange&) = delete;
+  CudaProfilerRange& operator=(const CudaProfilerRange&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
 // Whether benchmarks on `device` time with GpuEventTimer (manual time).
 inline bool uses_events(Device device) { return device.type == DeviceType::cuda && GpuEventTimer::available(); }
 

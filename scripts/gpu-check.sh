@@ -16,13 +16,14 @@
 #          load here (else it builds, saying why).
 # --steps A,B  runs only the named steps (configure, build and devices always
 #          run; the others: tests, nccl, sanitizer, bench_conv, gemm, train,
-#          kernel_versions), so that a lease's second call measures what its
-#          first did not.
+#          kernel_versions, kernel_times), so that a lease's second call
+#          measures what its first did not.
 # --layers A,B  keeps only these layers (by name, within the sets) in
 #          bench_conv and kernel_versions, so that a call can time every
 #          version on the few layers a change is about.
 # --sim    the same pipeline on the sim backend with tiny sizes, without
-#          PyTorch, cuDNN or compute-sanitizer, so that it cannot rot: CI runs it.
+#          PyTorch, cuDNN, compute-sanitizer or Nsight Compute, so that it
+#          cannot rot: CI runs it.
 #
 # OUT_DIR receives at most eight files (the device tool brings back eight):
 #   summary.md, summary.json (machine, commit, GPU, driver, CUDA, clocks, each
@@ -515,6 +516,48 @@ PY
   return $rc
 }
 [ $quick = 1 ] || step kernel_versions kernel_versions
+
+# ---- 7c. where a pass's time goes, kernel by kernel: Nsight Compute's
+# duration of each kernel over $profile_passes passes of a few rows, which
+# bench_conv runs in a profiler range apart from its timing
+# (--profile-passes; ncu --profile-from-start off sees those alone), and
+# benchmarks/kernel_times.py's table of them. The rows: the passes run 3
+# (2026-11-28) found above 1.25x cuDNN's time, each beside cuDNN's own
+# (SET:LAYER:PASS:ALGO, :tf32 at the end for float32 precision high). The
+# raw CSV and the table go to log.txt. ncu runs the kernels one at a time and
+# leaves clocks and caches alone. Cost (an estimate): a few seconds per row.
+# Not in --quick; sim runs one row's passes with no profiler attached.
+kernel_rows="cifar10-cnn:conv2:fwd:winograd cifar10-cnn:conv2:fwd:cudnn
+  resnet18-cifar:conv1:bwd-data:direct resnet18-cifar:conv1:bwd-data:cudnn
+  resnet18-cifar:layer3.conv1:bwd-data:im2col_gemm resnet18-cifar:layer3.conv1:bwd-data:cudnn
+  resnet18-cifar:layer3:fwd:winograd:tf32 resnet18-cifar:layer3:fwd:cudnn:tf32"
+profile_passes=5
+[ $mode = sim ] && kernel_rows="cifar10-cnn:conv2:fwd:winograd" profile_passes=1
+kernel_times() {
+  local rc=0 row set layer pass algo precision raw=$out/kernel-times.csv bin=$build_dir/benchmarks/bench_conv
+  for row in $kernel_rows; do
+    IFS=: read -r set layer pass algo precision <<<"$row"
+    local args=(--devices=$device --algos="$algo" --sets="$set" --layers="$layer" --passes="$pass" --check=false
+                --profile-passes=$profile_passes --benchmark_min_time=0.01 --benchmark_format=console)
+    local env=(CONVKIT_FLOAT32_PRECISION=highest)
+    [ "$precision" = tf32 ] && env=(CONVKIT_FLOAT32_PRECISION=high)
+    echo "--- $row"
+    if [ $mode = sim ]; then
+      env "${env[@]}" timeout 120 "$bin" "${args[@]}" --max-batch=1 || rc=1
+      echo "(sim: no Nsight Compute attached; the passes ran in a range nobody reads)"
+      continue
+    fi
+    rm -f "$raw"
+    env "${env[@]}" timeout 180 ncu --profile-from-start off --clock-control none --cache-control none \
+      --metrics gpu__time_duration.sum --print-units base --csv --log-file "$raw" "$bin" "${args[@]}" || rc=1
+    [ -f "$raw" ] || { echo "no ncu output for $row"; rc=1; continue; }
+    cat "$raw"
+    python3 "$root/benchmarks/kernel_times.py" --passes $profile_passes --title "$row" "$raw" || rc=1
+  done
+  rm -f "$raw"
+  return $rc
+}
+[ $quick = 1 ] || step kernel_times kernel_times
 
 # ---- 8. summary.json and summary.md
 python3 "$root/scripts/gpu_check_summary.py" "$out"
