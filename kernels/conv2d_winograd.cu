@@ -345,55 +345,52 @@ __global__ void weight_transform(int O, int I, const T* W, T* dw) {
 // write) 9 taps per thread, 36 bytes apart between lanes; v3 stages a
 // block's taps in shared memory so that global memory sees whole rows.
 
-// Elements one vector access moves along rows of `width` elements starting
-// at `base`: 4 (16 bytes of float; only at m = 4), 2 (8 bytes of float, 16
-// of double) or 1. Host side.
-int row_vector(DType dtype, int m, int width, const void* base) {
-  const auto addr = reinterpret_cast<std::uintptr_t>(base);
-  if (dtype == DType::float32 && m == 4 && width % 4 == 0 && addr % 16 == 0) return 4;
-  const std::uintptr_t pair_bytes = 2 * dtype_size(dtype);
-  return width % 2 == 0 && addr % pair_bytes == 0 ? 2 : 1;
-}
-
-// Elements q .. q+m-1 of a plane row of `width` (zero at and past width), in
-// vector accesses of `vec` elements where the whole block lies in the row.
+// Elements q .. q+m-1 of a plane row of `width` (zero at and past width).
+// Where the block lies inside the row it moves in the widest vector accesses
+// its address allows: 16 bytes, else 8 (float), else one value at a time.
+// Rows whose width is not a multiple of 4 alternate: with 30-wide rows of
+// float, even rows start 16-byte aligned and odd ones 8-byte aligned.
 template <int M, typename T>
-__device__ __forceinline__ void load_row_block(const T* row, int q, int width, int vec, T (&v)[M]) {
-  if (vec > 1 && q + M <= width) {
-    if constexpr (std::is_same_v<T, float>) {
-      if constexpr (M % 4 == 0) {
-        if (vec == 4) {
-          for (int k = 0; k < M; k += 4) dev::load16(row + q + k, v + k);
-          return;
-        }
+__device__ __forceinline__ void load_row_block(const T* row, int q, int width, T (&v)[M]) {
+  const T* p = row + q;
+  if (q + M <= width) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(p);
+    if constexpr (M * sizeof(T) % 16 == 0) {
+      if (addr % 16 == 0) {
+        for (int k = 0; k < M; k += dev::kVec16<T>) dev::load16(p + k, v + k);
+        return;
       }
-      for (int k = 0; k < M; k += 2) dev::load8(row + q + k, v + k);
-    } else {
-      for (int k = 0; k < M; k += 2) dev::load16(row + q + k, v + k);
     }
-    return;
+    if constexpr (std::is_same_v<T, float>) {
+      if (addr % 8 == 0) {
+        for (int k = 0; k < M; k += 2) dev::load8(p + k, v + k);
+        return;
+      }
+    }
   }
-  for (int k = 0; k < M; ++k) v[k] = q + k < width ? row[q + k] : T(0);
+  for (int k = 0; k < M; ++k) v[k] = q + k < width ? p[k] : T(0);
 }
 
 // Stores v[k] at q + k of a plane row for q + k < width, as load_row_block reads.
 template <int M, typename T>
-__device__ __forceinline__ void store_row_block(T* row, int q, int width, int vec, const T (&v)[M]) {
-  if (vec > 1 && q + M <= width) {
-    if constexpr (std::is_same_v<T, float>) {
-      if constexpr (M % 4 == 0) {
-        if (vec == 4) {
-          for (int k = 0; k < M; k += 4) dev::store16(row + q + k, v + k);
-          return;
-        }
+__device__ __forceinline__ void store_row_block(T* row, int q, int width, const T (&v)[M]) {
+  T* p = row + q;
+  if (q + M <= width) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(p);
+    if constexpr (M * sizeof(T) % 16 == 0) {
+      if (addr % 16 == 0) {
+        for (int k = 0; k < M; k += dev::kVec16<T>) dev::store16(p + k, v + k);
+        return;
       }
-      for (int k = 0; k < M; k += 2) dev::store8(row + q + k, v + k);
-    } else {
-      for (int k = 0; k < M; k += 2) dev::store16(row + q + k, v + k);
     }
-    return;
+    if constexpr (std::is_same_v<T, float>) {
+      if (addr % 8 == 0) {
+        for (int k = 0; k < M; k += 2) dev::store8(p + k, v + k);
+        return;
+      }
+    }
   }
-  for (int k = 0; k < M && q + k < width; ++k) row[q + k] = v[k];
+  for (int k = 0; k < M && q + k < width; ++k) p[k] = v[k];
 }
 
 // v3's input transform: v1's, with the patch rows loaded as above. kOff is
@@ -401,7 +398,7 @@ __device__ __forceinline__ void store_row_block(T* row, int q, int width, int ve
 // together, as the shuffles need every lane; lanes past the end hold no tile.
 template <int M, typename T, int kOff>
 __global__ void input_transform_halo(WinogradGeometry g, const T* in, int64_t t0, int64_t count, int64_t pitch,
-                                     int vec, T* V) {
+                                     T* V) {
   constexpr int A = M + 2;
   const Matrices<M, T> mat;
   const int64_t total = g.in_channels * count;
@@ -424,7 +421,7 @@ __global__ void input_transform_halo(WinogradGeometry g, const T* in, int64_t t0
       const T* row = plane + static_cast<int64_t>(row_inside ? h : 0) * g.in_w;
       T own[M];
       if (row_inside) {
-        load_row_block(row, at.q, g.in_w, vec, own);
+        load_row_block(row, at.q, g.in_w, own);
       } else {
         for (int k = 0; k < M; ++k) own[k] = T(0);
       }
@@ -457,7 +454,7 @@ __global__ void input_transform_halo(WinogradGeometry g, const T* in, int64_t t0
 // v3's output transform: v1's, each output row stored by store_row_block.
 template <int M, typename T>
 __global__ void output_transform_rows(WinogradGeometry g, const T* Mx, const T* bias, int64_t t0, int64_t count,
-                                      int64_t pitch, int vec, T* out) {
+                                      int64_t pitch, T* out) {
   const Matrices<M, T> mat;
   const int64_t total = g.out_channels * count;
   for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
@@ -471,7 +468,7 @@ __global__ void output_transform_rows(WinogradGeometry g, const T* Mx, const T* 
     for (int x = 0; x < M && at.p + x < g.out_h; ++x) {
       T row[M];
       output_row(mat, am, x, b, row);
-      store_row_block(plane + static_cast<int64_t>(at.p + x) * g.out_w, at.q, g.out_w, vec, row);
+      store_row_block(plane + static_cast<int64_t>(at.p + x) * g.out_w, at.q, g.out_w, row);
     }
   }
 }
@@ -479,7 +476,7 @@ __global__ void output_transform_rows(WinogradGeometry g, const T* Mx, const T* 
 // v3's output-gradient transform: v1's, each dy row loaded by load_row_block.
 template <int M, typename T>
 __global__ void output_gradient_transform_rows(WinogradGeometry g, const T* dy, int64_t t0, int64_t count,
-                                               int64_t pitch, int vec, T* E) {
+                                               int64_t pitch, T* E) {
   const Matrices<M, T> mat;
   const int64_t total = g.out_channels * count;
   for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
@@ -490,7 +487,7 @@ __global__ void output_gradient_transform_rows(WinogradGeometry g, const T* dy, 
     T blk[M][M];
     for (int x = 0; x < M; ++x) {
       if (at.p + x < g.out_h) {
-        load_row_block(plane + static_cast<int64_t>(at.p + x) * g.out_w, at.q, g.out_w, vec, blk[x]);
+        load_row_block(plane + static_cast<int64_t>(at.p + x) * g.out_w, at.q, g.out_w, blk[x]);
       } else {
         for (int y = 0; y < M; ++y) blk[x][y] = T(0);
       }
@@ -654,7 +651,6 @@ void launch_winograd_filter_transform(int version, DType dtype, int m, const Win
 void launch_winograd_input_transform(int version, DType dtype, const WinogradGeometry& g, const void* in, int64_t t0,
                                      int64_t count, int64_t pitch, void* V) {
   check_version(version);
-  const int vec = row_vector(dtype, g.m, g.in_w, in);
   dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
     using T = decltype(tag);
     const T* x = static_cast<const T*>(in);
@@ -664,11 +660,11 @@ void launch_winograd_input_transform(int version, DType dtype, const WinogradGeo
       if (version < 3 || g.off_w < 0 || g.off_w > 2) {
         grid_launch(input_transform<M, T>, total, g, x, t0, count, pitch, v);
       } else if (g.off_w == 0) {
-        grid_launch(input_transform_halo<M, T, 0>, total, g, x, t0, count, pitch, vec, v);
+        grid_launch(input_transform_halo<M, T, 0>, total, g, x, t0, count, pitch, v);
       } else if (g.off_w == 1) {
-        grid_launch(input_transform_halo<M, T, 1>, total, g, x, t0, count, pitch, vec, v);
+        grid_launch(input_transform_halo<M, T, 1>, total, g, x, t0, count, pitch, v);
       } else {
-        grid_launch(input_transform_halo<M, T, 2>, total, g, x, t0, count, pitch, vec, v);
+        grid_launch(input_transform_halo<M, T, 2>, total, g, x, t0, count, pitch, v);
       }
     });
   });
@@ -677,7 +673,6 @@ void launch_winograd_input_transform(int version, DType dtype, const WinogradGeo
 void launch_winograd_output_transform(int version, DType dtype, const WinogradGeometry& g, const void* Mx,
                                       const void* bias, int64_t t0, int64_t count, int64_t pitch, void* out) {
   check_version(version);
-  const int vec = row_vector(dtype, g.m, g.out_w, out);
   dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
     using T = decltype(tag);
     const int64_t total = g.out_channels * count;
@@ -686,7 +681,7 @@ void launch_winograd_output_transform(int version, DType dtype, const WinogradGe
     T* y = static_cast<T*>(out);
     dispatch_tile(g.m, [&]<int M>() {
       if (version >= 3) {
-        grid_launch(output_transform_rows<M, T>, total, g, mx, b, t0, count, pitch, vec, y);
+        grid_launch(output_transform_rows<M, T>, total, g, mx, b, t0, count, pitch, y);
       } else {
         grid_launch(output_transform<M, T>, total, g, mx, b, t0, count, pitch, y);
       }
@@ -697,7 +692,6 @@ void launch_winograd_output_transform(int version, DType dtype, const WinogradGe
 void launch_winograd_output_gradient_transform(int version, DType dtype, const WinogradGeometry& g, const void* dy,
                                                int64_t t0, int64_t count, int64_t pitch, void* E) {
   check_version(version);
-  const int vec = row_vector(dtype, g.m, g.out_w, dy);
   dispatch_floating(dtype, "conv2d_winograd", [&](auto tag) {
     using T = decltype(tag);
     const int64_t total = g.out_channels * count;
@@ -705,7 +699,7 @@ void launch_winograd_output_gradient_transform(int version, DType dtype, const W
     T* e = static_cast<T*>(E);
     dispatch_tile(g.m, [&]<int M>() {
       if (version >= 3) {
-        grid_launch(output_gradient_transform_rows<M, T>, total, g, d, t0, count, pitch, vec, e);
+        grid_launch(output_gradient_transform_rows<M, T>, total, g, d, t0, count, pitch, e);
       } else {
         grid_launch(output_gradient_transform<M, T>, total, g, d, t0, count, pitch, e);
       }
