@@ -33,35 +33,30 @@ SECONDS_PER_UNIT = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "m
 
 
 def short_name(kernel):
-    """`void ns::(anonymous namespace)::name<4, float>(args)` -> `name<4, float>`."""
+    """`void ns::(anonymous namespace)::name<4, float>(args)` -> `name<4, float>`.
+    ncu also writes the anonymous namespace `<unnamed>` or, cut short,
+    `unnamed>`."""
     name = kernel.strip()
     if name.startswith("void "):
         name = name[len("void "):]
-    # Cut the parameter list: the first '(' outside template brackets that
-    # is not part of "(anonymous namespace)".
-    depth, cut = 0, len(name)
-    i = 0
-    while i < len(name):
-        if name.startswith("(anonymous namespace)", i):
-            i += len("(anonymous namespace)")
-            continue
-        c = name[i]
+    name = re.sub(r"\(anonymous namespace\)::|<?unnamed>::", "", name)
+    # Cut the parameter list at the first '(' outside template brackets.
+    depth = 0
+    for i, c in enumerate(name):
         if c == "<":
             depth += 1
         elif c == ">":
-            depth -= 1
+            depth = max(depth - 1, 0)
         elif c == "(" and depth == 0:
-            cut = i
+            name = name[:i]
             break
-        i += 1
-    name = name[:cut]
     # Drop namespace qualifiers outside template brackets.
     depth, last = 0, 0
     for i, c in enumerate(name):
         if c == "<":
             depth += 1
         elif c == ">":
-            depth -= 1
+            depth = max(depth - 1, 0)
         elif c == ":" and depth == 0 and i > 0 and name[i - 1] == ":":
             last = i + 1
     return name[last:]
@@ -96,7 +91,7 @@ def table(launches, passes, title):
             count[name], total[name] = 0, 0.0
         count[name] += 1
         total[name] += seconds
-    whole = sum(total.values())
+    whole = sum(total.values()) or 1.0  # all zero: shares of 0%
     out = []
     if title:
         out.append(f"#### {title}")
@@ -107,7 +102,7 @@ def table(launches, passes, title):
         out.append(f"| `{name}` | {count[name] / passes:g} | {total[name] / passes * 1e6:.2f} | "
                    f"{total[name] / whole:.0%} |")
     out.append(f"| total ({len(launches)} launches over {passes} passes) | {len(launches) / passes:g} | "
-               f"{whole / passes * 1e6:.2f} | 100% |")
+               f"{sum(total.values()) / passes * 1e6:.2f} | 100% |")
     return "\n".join(out)
 
 

@@ -63,7 +63,10 @@ namespace {
 using std::int64_t;
 
 constexpr int kVersions = 3;
+// Every launch has blocks of kThreads (grid_launch): whole warps, as v3's
+// shuffles need, and the block size the staged kernels' shared arrays assume.
 constexpr unsigned kThreads = 256;
+static_assert(kThreads % kWarpSize == 0);
 
 // B^T (a x a), G (a x 3) and A^T (m x a) of F(m x m, 3x3), as in
 // src/cpu/conv/winograd_transforms.h. Built in registers per thread: loops
@@ -345,52 +348,61 @@ __global__ void weight_transform(int O, int I, const T* W, T* dw) {
 // write) 9 taps per thread, 36 bytes apart between lanes; v3 stages a
 // block's taps in shared memory so that global memory sees whole rows.
 
-// Elements q .. q+m-1 of a plane row of `width` (zero at and past width).
-// Where the block lies inside the row it moves in the widest vector accesses
-// its address allows: 16 bytes, else 8 (float), else one value at a time.
-// Rows whose width is not a multiple of 4 alternate: with 30-wide rows of
+// The widest access that moves a block of M elements at p whole: 16 bytes
+// (float at M = 4, double), else 8 (float), else 0 (one value at a time).
+// Rows whose width is no multiple of 4 alternate: with 30-wide rows of
 // float, even rows start 16-byte aligned and odd ones 8-byte aligned.
 template <int M, typename T>
+__device__ __forceinline__ int block_access_bytes(const T* p) {
+  if constexpr (M * sizeof(T) % 16 == 0) {
+    if (dev::aligned16(p)) return 16;
+  }
+  if constexpr (std::is_same_v<T, float> && M % 2 == 0) {
+    if (dev::aligned8(p)) return 8;
+  }
+  return 0;
+}
+
+// Elements q .. q+m-1 of a plane row of `width` (zero at and past width),
+// in the widest accesses block_access_bytes allows where the block lies
+// inside the row.
+template <int M, typename T>
 __device__ __forceinline__ void load_row_block(const T* row, int q, int width, T (&v)[M]) {
-  const T* p = row + q;
   if (q + M <= width) {
-    const auto addr = reinterpret_cast<std::uintptr_t>(p);
-    if constexpr (M * sizeof(T) % 16 == 0) {
-      if (addr % 16 == 0) {
-        for (int k = 0; k < M; k += dev::kVec16<T>) dev::load16(p + k, v + k);
-        return;
-      }
+    const T* p = row + q;
+    const int bytes = block_access_bytes<M>(p);
+    if (bytes == 16) {
+      for (int k = 0; k < M; k += dev::kVec16<T>) dev::load16(p + k, v + k);
+      return;
     }
     if constexpr (std::is_same_v<T, float>) {
-      if (addr % 8 == 0) {
+      if (bytes == 8) {
         for (int k = 0; k < M; k += 2) dev::load8(p + k, v + k);
         return;
       }
     }
   }
-  for (int k = 0; k < M; ++k) v[k] = q + k < width ? p[k] : T(0);
+  for (int k = 0; k < M; ++k) v[k] = q + k < width ? row[q + k] : T(0);
 }
 
 // Stores v[k] at q + k of a plane row for q + k < width, as load_row_block reads.
 template <int M, typename T>
 __device__ __forceinline__ void store_row_block(T* row, int q, int width, const T (&v)[M]) {
-  T* p = row + q;
   if (q + M <= width) {
-    const auto addr = reinterpret_cast<std::uintptr_t>(p);
-    if constexpr (M * sizeof(T) % 16 == 0) {
-      if (addr % 16 == 0) {
-        for (int k = 0; k < M; k += dev::kVec16<T>) dev::store16(p + k, v + k);
-        return;
-      }
+    T* p = row + q;
+    const int bytes = block_access_bytes<M>(p);
+    if (bytes == 16) {
+      for (int k = 0; k < M; k += dev::kVec16<T>) dev::store16(p + k, v + k);
+      return;
     }
     if constexpr (std::is_same_v<T, float>) {
-      if (addr % 8 == 0) {
+      if (bytes == 8) {
         for (int k = 0; k < M; k += 2) dev::store8(p + k, v + k);
         return;
       }
     }
   }
-  for (int k = 0; k < M && q + k < width; ++k) p[k] = v[k];
+  for (int k = 0; k < M && q + k < width; ++k) row[q + k] = v[k];
 }
 
 // v3's input transform: v1's, with the patch rows loaded as above. kOff is
@@ -606,7 +618,7 @@ void check_version(int version) {
 
 int points_of(int m) { return (m + 2) * (m + 2); }
 
-// v2's batched products: the strict "gemm" family, or the tensor-core GEMM
+// v2's and v3's batched products: the strict "gemm" family, or the tensor-core GEMM
 // rounding to `rounding`.
 void launch_products(DType dtype, std::optional<TensorCorePrecision> rounding, const GemmArgs& a) {
   if (rounding) {

@@ -17,8 +17,10 @@ namespace convkit::CK_GPU_NS::dev {
 template <typename T>
 inline constexpr int kVec16 = static_cast<int>(16 / sizeof(T));
 
-// Whether p may be accessed 16 bytes at a time (host side, before a launch).
-inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+// Whether p may be accessed 16 (8) bytes at a time: on the host before a
+// launch, or in a kernel that picks its access width per address.
+__host__ __device__ inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+__host__ __device__ inline bool aligned8(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 8 == 0; }
 
 #if defined(CONVKIT_SIM_KERNEL)
 namespace vector_detail {

@@ -62,8 +62,9 @@ done
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 # Caps in seconds, so that a runaway cannot eat the lease: a test binary, the
 # sanitizer step, bench_conv, bench_gemm, each training run, each kernel-version
-# run. --quick, the first look of a lease, has smaller ones.
+# run, the kernel_times step. --quick, the first look of a lease, has smaller ones.
 test_cap_s=600 sanitizer_budget_s=300 bench_cap_s=300 gemm_cap_s=150 train_cap_s=300 versions_cap_s=150
+kernel_times_budget_s=240
 [ $quick = 1 ] && test_cap_s=150 sanitizer_budget_s=60 bench_cap_s=90 gemm_cap_s=45 train_cap_s=90
 log=$out/log.txt steps=$out/steps.tsv
 : >"$log"; : >"$steps"; rm -f "$out"/{ctest.xml,sanitizer.log,bench_conv.json,bench_conv_tf32.json,bench_gemm.json,train.jsonl,versions-fp32.json,versions-tf32.json,versions-bf16.json}
@@ -525,7 +526,9 @@ PY
 # (2026-11-28) found above 1.25x cuDNN's time, each beside cuDNN's own
 # (SET:LAYER:PASS:ALGO, :tf32 at the end for float32 precision high). The
 # raw CSV and the table go to log.txt. ncu runs the kernels one at a time and
-# leaves clocks and caches alone. Cost (an estimate): a few seconds per row.
+# leaves clocks and caches alone. Cost (an estimate, not measured): 10-30 s
+# per row (ncu's start, cuDNN's setup, the row's warm-up and timing); the step
+# stops starting rows after kernel_times_budget_s, saying which it left out.
 # Not in --quick; sim runs one row's passes with no profiler attached.
 kernel_rows="cifar10-cnn:conv2:fwd:winograd cifar10-cnn:conv2:fwd:cudnn
   resnet18-cifar:conv1:bwd-data:direct resnet18-cifar:conv1:bwd-data:cudnn
@@ -535,7 +538,10 @@ profile_passes=5
 [ $mode = sim ] && kernel_rows="cifar10-cnn:conv2:fwd:winograd" profile_passes=1
 kernel_times() {
   local rc=0 row set layer pass algo precision raw=$out/kernel-times.csv bin=$build_dir/benchmarks/bench_conv
+  local start=$SECONDS left
   for row in $kernel_rows; do
+    left=$((kernel_times_budget_s - (SECONDS - start)))
+    if [ $left -le 0 ]; then echo "--- NOT RUN (past the ${kernel_times_budget_s} s budget): $row"; rc=1; continue; fi
     IFS=: read -r set layer pass algo precision <<<"$row"
     local args=(--devices=$device --algos="$algo" --sets="$set" --layers="$layer" --passes="$pass" --check=false
                 --profile-passes=$profile_passes --benchmark_min_time=0.01 --benchmark_format=console)
@@ -543,12 +549,12 @@ kernel_times() {
     [ "$precision" = tf32 ] && env=(CONVKIT_FLOAT32_PRECISION=high)
     echo "--- $row"
     if [ $mode = sim ]; then
-      env "${env[@]}" timeout 120 "$bin" "${args[@]}" --max-batch=1 || rc=1
+      env "${env[@]}" timeout $left "$bin" "${args[@]}" --max-batch=1 || rc=1
       echo "(sim: no Nsight Compute attached; the passes ran in a range nobody reads)"
       continue
     fi
     rm -f "$raw"
-    env "${env[@]}" timeout 180 ncu --profile-from-start off --clock-control none --cache-control none \
+    env "${env[@]}" timeout $left ncu --profile-from-start off --clock-control none --cache-control none \
       --metrics gpu__time_duration.sum --print-units base --csv --log-file "$raw" "$bin" "${args[@]}" || rc=1
     [ -f "$raw" ] || { echo "no ncu output for $row"; rc=1; continue; }
     cat "$raw"

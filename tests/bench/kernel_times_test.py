@@ -62,6 +62,17 @@ class KernelTimes(unittest.TestCase):
         ])
         self.assertIn("| total (8 launches over 2 passes) | 4 | 100.00 | 100% |", out)
 
+    def test_names_of_every_anonymous_namespace_spelling(self):
+        names = ["void unnamed>::gemm_tc_v4_async_pipeline<0, 0, 0, 1>(unnamed>::TcOperands)",
+                 "void convkit::gpu_cuda::<unnamed>::weight_transform_staged<4, double>(const T2 *, long, T2 *)",
+                 "convkit::gpu_cuda::direct_backward_data_narrow<float, true>(convkit::gpu_cuda::Args)"]
+        lines = [HEADER] + [launch(i, n, "nsecond", "1000") for i, n in enumerate(names)]
+        proc = run(lines, "--passes", "1")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = [line.split(" | ")[0] for line in proc.stdout.splitlines() if line.startswith("| `")]
+        self.assertEqual(rows, ["| `gemm_tc_v4_async_pipeline<0, 0, 0, 1>`", "| `weight_transform_staged<4, double>`",
+                                "| `direct_backward_data_narrow<float, true>`"])
+
     def test_missing_header_names_the_file(self):
         proc = run(["==PROF== Connected", "no csv here"], "--passes", "1")
         self.assertEqual(proc.returncode, 1)

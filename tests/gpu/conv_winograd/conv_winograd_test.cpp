@@ -2,7 +2,7 @@
 // cuda, in the nvcc build): every pass of every version, with the output tile
 // chosen per pass and forced to F(2x2) and to F(4x4), on the 3x3 stride-1
 // undilated descriptors of tests/cpu/conv and on shapes that cut tiles at the
-// plane's edge (odd sizes, padding 0 to 2, batch 1, channel counts that are
+// plane's edge (odd sizes, padding 0 to 3, batch 1, channel counts that are
 // no multiple of a GEMM tile, groups, one cifar10-cnn layer), against the
 // float64 reference with the cpu Winograd's tolerance; v2 and v3 against v1;
 // v3 against v2 to the bit (its rows in vector accesses, its halo by warp
@@ -153,9 +153,9 @@ void expect_same_bits(const Outputs<T>& a, const Outputs<T>& b, const std::strin
   EXPECT_EQ(a.db, b.db) << "bias " << where;
 }
 
-using ReducedParam = std::tuple<std::size_t, int>;  // case, tile
+using CaseTile = std::tuple<std::size_t, int>;  // case, tile
 
-class WinogradTf32Products : public ::testing::TestWithParam<ReducedParam> {};
+class WinogradTf32Products : public ::testing::TestWithParam<CaseTile> {};
 
 TEST_P(WinogradTf32Products, EveryPassIsWithinTheTf32BoundAtHighAndMedium) {
   const auto [index, tile] = GetParam();
@@ -167,11 +167,18 @@ TEST_P(WinogradTf32Products, EveryPassIsWithinTheTf32BoundAtHighAndMedium) {
   expect_same_bits(run_at<float>(Float32Precision::medium, c.desc, 2, tile), high, where + " medium against high");
 }
 
+std::string case_tile_name(const ::testing::TestParamInfo<CaseTile>& info) {
+  return cases()[std::get<0>(info.param)].name + "_Tile" + std::to_string(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, WinogradTf32Products,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 4)),
+                         case_tile_name);
+
 // v3 moves the transforms' data differently and computes the same values in
 // the same order: every pass gives v2's bits, strict and with tf32 products,
 // in float32 and float64.
-using TiledParam = std::tuple<std::size_t, int>;  // case, tile
-class WinogradVersion3 : public ::testing::TestWithParam<TiledParam> {};
+class WinogradVersion3 : public ::testing::TestWithParam<CaseTile> {};
 
 TEST_P(WinogradVersion3, GivesVersion2sBits) {
   const auto [index, tile] = GetParam();
@@ -187,18 +194,7 @@ TEST_P(WinogradVersion3, GivesVersion2sBits) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, WinogradVersion3,
                          ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 4)),
-                         [](const ::testing::TestParamInfo<TiledParam>& info) {
-                           return cases()[std::get<0>(info.param)].name + "_Tile" +
-                                  std::to_string(std::get<1>(info.param));
-                         });
-
-std::string reduced_name(const ::testing::TestParamInfo<ReducedParam>& info) {
-  return cases()[std::get<0>(info.param)].name + "_Tf32_Tile" + std::to_string(std::get<1>(info.param));
-}
-
-INSTANTIATE_TEST_SUITE_P(Cases, WinogradTf32Products,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()), ::testing::Values(2, 4)),
-                         reduced_name);
+                         case_tile_name);
 
 // The rounding shows where the tensor cores run (tf32 keeps 10 of float32's
 // 23 mantissa bits, so 35 channels of random values cannot all land on the
