@@ -228,10 +228,18 @@ __device__ __forceinline__ void output_row(const Matrices<M, T>& mat, const T (&
   }
 }
 
-// One thread per (channel, tile): the m x m outputs A^T M A, clipped, plus bias.
+// v3's row accesses, defined with v3 below.
 template <int M, typename T>
-__global__ void output_transform(WinogradGeometry g, const T* Mx, const T* bias, int64_t t0, int64_t count,
-                                 int64_t pitch, T* out) {
+__device__ __forceinline__ void load_row_block(const T* row, int q, int width, T (&v)[M]);
+template <int M, typename T>
+__device__ __forceinline__ void store_row_block(T* row, int q, int width, const T (&v)[M]);
+
+// The output transform's grid loop, one thread per (channel, tile): the
+// m x m outputs A^T M A, clipped, plus bias; each row stored one value at a
+// time (v1) or by store_row_block (kRowBlocks, v3).
+template <int M, typename T, bool kRowBlocks>
+__device__ __forceinline__ void output_transform_tiles(const WinogradGeometry& g, const T* Mx, const T* bias,
+                                                       int64_t t0, int64_t count, int64_t pitch, T* out) {
   const Matrices<M, T> mat;
   const int64_t total = g.out_channels * count;
   for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
@@ -245,9 +253,21 @@ __global__ void output_transform(WinogradGeometry g, const T* Mx, const T* bias,
     for (int x = 0; x < M && at.p + x < g.out_h; ++x) {
       T row[M];
       output_row(mat, am, x, b, row);
-      for (int y = 0; y < M && at.q + y < g.out_w; ++y) plane[static_cast<int64_t>(at.p + x) * g.out_w + at.q + y] = row[y];
+      T* line = plane + static_cast<int64_t>(at.p + x) * g.out_w;
+      if constexpr (kRowBlocks) {
+        store_row_block(line, at.q, g.out_w, row);
+      } else {
+        for (int y = 0; y < M && at.q + y < g.out_w; ++y) line[at.q + y] = row[y];
+      }
     }
   }
+}
+
+// v1's output transform.
+template <int M, typename T>
+__global__ void output_transform(WinogradGeometry g, const T* Mx, const T* bias, int64_t t0, int64_t count,
+                                 int64_t pitch, T* out) {
+  output_transform_tiles<M, T, false>(g, Mx, bias, t0, count, pitch, out);
 }
 
 // E = A E A^T of one m x m block of dy, stored point-major at `out`, in the
@@ -273,11 +293,13 @@ __device__ __forceinline__ void store_output_gradient_transform(const Matrices<M
   }
 }
 
-// One thread per (channel, tile): E[xi][o][j] = (A E A^T)[xi] of the m x m
-// block of dy at the tile, zero past the plane.
-template <int M, typename T>
-__global__ void output_gradient_transform(WinogradGeometry g, const T* dy, int64_t t0, int64_t count, int64_t pitch,
-                                          T* E) {
+// The output-gradient transform's grid loop, one thread per (channel,
+// tile): E[xi][o][j] = (A E A^T)[xi] of the m x m block of dy at the tile,
+// zero past the plane; each row loaded one value at a time (v1) or by
+// load_row_block (kRowBlocks, v3).
+template <int M, typename T, bool kRowBlocks>
+__device__ __forceinline__ void output_gradient_transform_tiles(const WinogradGeometry& g, const T* dy, int64_t t0,
+                                                                int64_t count, int64_t pitch, T* E) {
   const Matrices<M, T> mat;
   const int64_t total = g.out_channels * count;
   for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
@@ -286,13 +308,25 @@ __global__ void output_gradient_transform(WinogradGeometry g, const T* dy, int64
     const TilePlace at = place(g, t0 + j);
     const T* plane = dy + (at.n * g.out_channels + o) * g.out_h * g.out_w;
     T blk[M][M];
-    for (int x = 0; x < M; ++x)
-      for (int y = 0; y < M; ++y)
-        blk[x][y] = (at.p + x < g.out_h && at.q + y < g.out_w)
-                        ? plane[static_cast<int64_t>(at.p + x) * g.out_w + at.q + y]
-                        : T(0);
+    for (int x = 0; x < M; ++x) {
+      const T* line = plane + static_cast<int64_t>(at.p + x < g.out_h ? at.p + x : 0) * g.out_w;
+      if (at.p + x >= g.out_h) {
+        for (int y = 0; y < M; ++y) blk[x][y] = T(0);
+      } else if constexpr (kRowBlocks) {
+        load_row_block(line, at.q, g.out_w, blk[x]);
+      } else {
+        for (int y = 0; y < M; ++y) blk[x][y] = at.q + y < g.out_w ? line[at.q + y] : T(0);
+      }
+    }
     store_output_gradient_transform(mat, blk, g.out_channels * pitch, E + static_cast<int64_t>(o) * pitch + j);
   }
+}
+
+// v1's output-gradient transform.
+template <int M, typename T>
+__global__ void output_gradient_transform(WinogradGeometry g, const T* dy, int64_t t0, int64_t count, int64_t pitch,
+                                          T* E) {
+  output_gradient_transform_tiles<M, T, false>(g, dy, t0, count, pitch, E);
 }
 
 // The 3x3 taps G^T W G of one filter's a*a points, read point-major from
@@ -463,49 +497,18 @@ __global__ void input_transform_halo(WinogradGeometry g, const T* in, int64_t t0
   }
 }
 
-// v3's output transform: v1's, each output row stored by store_row_block.
+// v3's output transform and output-gradient transform: v1's, each row
+// through store_row_block (load_row_block).
 template <int M, typename T>
 __global__ void output_transform_rows(WinogradGeometry g, const T* Mx, const T* bias, int64_t t0, int64_t count,
                                       int64_t pitch, T* out) {
-  const Matrices<M, T> mat;
-  const int64_t total = g.out_channels * count;
-  for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
-    const int o = static_cast<int>(e / count);
-    const int64_t j = e % count;
-    T am[M][M + 2];  // A^T M
-    load_output_points(mat, Mx + static_cast<int64_t>(o) * pitch + j, g.out_channels * pitch, am);
-    const TilePlace at = place(g, t0 + j);
-    T* plane = out + (at.n * g.out_channels + o) * g.out_h * g.out_w;
-    const T b = bias != nullptr ? bias[o] : T(0);
-    for (int x = 0; x < M && at.p + x < g.out_h; ++x) {
-      T row[M];
-      output_row(mat, am, x, b, row);
-      store_row_block(plane + static_cast<int64_t>(at.p + x) * g.out_w, at.q, g.out_w, row);
-    }
-  }
+  output_transform_tiles<M, T, true>(g, Mx, bias, t0, count, pitch, out);
 }
 
-// v3's output-gradient transform: v1's, each dy row loaded by load_row_block.
 template <int M, typename T>
 __global__ void output_gradient_transform_rows(WinogradGeometry g, const T* dy, int64_t t0, int64_t count,
                                                int64_t pitch, T* E) {
-  const Matrices<M, T> mat;
-  const int64_t total = g.out_channels * count;
-  for (int64_t e = grid_thread(); e < total; e += grid_threads()) {
-    const int o = static_cast<int>(e / count);
-    const int64_t j = e % count;
-    const TilePlace at = place(g, t0 + j);
-    const T* plane = dy + (at.n * g.out_channels + o) * g.out_h * g.out_w;
-    T blk[M][M];
-    for (int x = 0; x < M; ++x) {
-      if (at.p + x < g.out_h) {
-        load_row_block(plane + static_cast<int64_t>(at.p + x) * g.out_w, at.q, g.out_w, blk[x]);
-      } else {
-        for (int y = 0; y < M; ++y) blk[x][y] = T(0);
-      }
-    }
-    store_output_gradient_transform(mat, blk, g.out_channels * pitch, E + static_cast<int64_t>(o) * pitch + j);
-  }
+  output_gradient_transform_tiles<M, T, true>(g, dy, t0, count, pitch, E);
 }
 
 // v3's filter transform: a block copies its filters' taps into shared
