@@ -334,7 +334,7 @@ std::string staged_cannot_implement(DType dtype, const Conv2dDesc& d) {
 // 16-byte chunks where every operand allows them, else one element per copy.
 bool aligned16(std::initializer_list<const void*> ptrs) {
   for (const void* p : ptrs)
-    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
+    if (!dev::aligned16(p)) return false;
   return true;
 }
 

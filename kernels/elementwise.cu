@@ -23,6 +23,7 @@
 #include "convkit/core/philox.h"
 #include "kernels/dispatch.cuh"
 #include "kernels/elementwise.cuh"
+#include "kernels/vector_access.cuh"
 
 namespace convkit::CK_GPU_NS {
 
@@ -137,7 +138,7 @@ __global__ void binary_v2_packs(BinaryOp op, PackOperand<T> a, PackOperand<T> b,
     out[i] = elementwise_math::binary_value(op, a.scalar ? a0 : a.p[i], b.scalar ? b0 : b.p[i]);
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+using dev::aligned16;
 
 // Every stride 0: one value seen at every index.
 bool broadcast_scalar(const StridedView& v) {

@@ -32,6 +32,7 @@
 #include "convkit/backend/optimizer_math.h"
 #include "kernels/dispatch.cuh"
 #include "kernels/optimizer.cuh"
+#include "kernels/vector_access.cuh"
 #include "kernels/tensor_view.cuh"
 
 namespace convkit::CK_GPU_NS {
@@ -183,7 +184,7 @@ __global__ void adam_v3(TensorTable<T, AdamScalars<T>> table) {
 
 constexpr int kVersions = 3;
 
-bool aligned16(const void* ptr) { return ptr == nullptr || reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
+using dev::aligned16;  // a null state pointer (address 0) counts as aligned
 
 // The version to run: an explicit one must be able to run these arrays; the
 // family's choice falls back to v1 for arrays v2 cannot load as vectors (v3
