@@ -309,10 +309,12 @@ __device__ __forceinline__ void output_gradient_transform_tiles(const WinogradGe
     const T* plane = dy + (at.n * g.out_channels + o) * g.out_h * g.out_w;
     T blk[M][M];
     for (int x = 0; x < M; ++x) {
-      const T* line = plane + static_cast<int64_t>(at.p + x < g.out_h ? at.p + x : 0) * g.out_w;
       if (at.p + x >= g.out_h) {
         for (int y = 0; y < M; ++y) blk[x][y] = T(0);
-      } else if constexpr (kRowBlocks) {
+        continue;
+      }
+      const T* line = plane + static_cast<int64_t>(at.p + x) * g.out_w;
+      if constexpr (kRowBlocks) {
         load_row_block(line, at.q, g.out_w, blk[x]);
       } else {
         for (int y = 0; y < M; ++y) blk[x][y] = at.q + y < g.out_w ? line[at.q + y] : T(0);

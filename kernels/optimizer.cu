@@ -32,8 +32,8 @@
 #include "convkit/backend/optimizer_math.h"
 #include "kernels/dispatch.cuh"
 #include "kernels/optimizer.cuh"
-#include "kernels/vector_access.cuh"
 #include "kernels/tensor_view.cuh"
+#include "kernels/vector_access.cuh"
 
 namespace convkit::CK_GPU_NS {
 
