@@ -8,8 +8,11 @@ if(CONVKIT_CUDA STREQUAL "ON" OR CONVKIT_CUDA STREQUAL "AUTO")
   endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    # sm_80 and sm_90a machine code, and compute_90 PTX for later GPUs to
+    # compile. sm_90a, not sm_90: the wgmma kernels (kernels/warpgroup_mma.cuh)
+    # exist only there, and its code runs on the same GPUs (H100, H200).
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
+      set(CMAKE_CUDA_ARCHITECTURES 80-real 90a-real 90-virtual)
     endif()
     enable_language(CUDA)
     # CMake 3.25 predates CUDA 13 and does not know nvcc's C++20 flag.
@@ -19,6 +22,11 @@ if(CONVKIT_CUDA STREQUAL "ON" OR CONVKIT_CUDA STREQUAL "AUTO")
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(CONVKIT_HAVE_CUDA ON)
+    # Tells the host code that the wgmma kernels were compiled for sm_90a
+    # (convkit::device_runs_wgmma); without it they are never launched.
+    if(CMAKE_CUDA_ARCHITECTURES MATCHES "90a")
+      add_compile_definitions($<$<COMPILE_LANGUAGE:CUDA>:CONVKIT_CUDA_SM90A=1>)
+    endif()
   elseif(CONVKIT_CUDA STREQUAL "ON")
     message(FATAL_ERROR "CONVKIT_CUDA=ON but no CUDA compiler (nvcc) was found")
   endif()

@@ -30,6 +30,7 @@
 #include "kernels/gemm_tensor_core.cuh"
 #include "kernels/tensor_core.cuh"
 #include "kernels/vector_access.cuh"
+#include "kernels/warpgroup_mma.cuh"
 
 namespace convkit::CK_GPU_NS {
 
@@ -733,17 +734,196 @@ __global__ void __launch_bounds__(v4::kThreads, 2) gemm_tc_v5_rounded_stages(TcO
   async_pipeline<P, TA, TB, Mode, true>(p);
 }
 
+// ---------------------------------------------------------------------------
+// v6, wgmma (sm_90a). What bounds v4 on the H200 (Nsight Compute, run 2 of
+// docs/results/nvidia-h200-2026-11-28): instruction issue, 6.8 instructions
+// per m16n8k8 mma, two warps per scheduler waiting on conversions that feed
+// each mma. mma.sync is a warp's instruction on fragments in registers: every
+// 2,048 flops cost a fragment load and an mma issued by that warp. Hopper's
+// wgmma is a warpgroup's (4 warps) instruction that reads both operands from
+// shared memory by descriptor and runs asynchronously: one m64n128k8 is
+// 131,072 flops from one issue, and the warps are free while it runs. It is
+// what cuBLAS runs on this GPU (0.30x of it was v4's TF32 at n = 4096).
+//   Operands: tf32 wgmma reads K-major operands only (no transpose for 32-bit
+//     types), so v6 runs where op(A) and op(B) are both k-contiguous: A not
+//     transposed, B transposed (C = A B^T, as a Linear layer's forward).
+//     Elsewhere it cannot implement, and v4 runs.
+//   Layout: each operand's stage is 128 rows of 32 floats (128 bytes) in the
+//     128-byte swizzle: 16-byte unit c of row x at unit c ^ (x % 8). A
+//     quarter-warp's eight 16-byte copies fill one row: conflict-free. The
+//     wgmma of k-slice j (8 floats, 32 bytes) starts its descriptor 32j bytes
+//     into the row; the hardware applies the swizzle to the address, so the
+//     stages start at multiples of 1024 bytes of shared address.
+//   Block: 256 threads, two warpgroups, 128x128 of C: warpgroup g multiplies
+//     rows 64g..64g+63 by all 128 columns, one m64n128k8 per k-slice, 64
+//     accumulators per thread. Three stages of 32 KB (+1 KB to align): two
+//     blocks per SM.
+//   Rounding: the contract is cvt.rna to tf32 (wgmma would read the float32
+//     bits and drop the low 13). As in v5 each thread rounds the chunks it
+//     copied, in place, once they land; unlike v5 the previous stage's wgmma
+//     is running meanwhile, so the rounding is off the tensor cores' path.
+//   Order per stage t: wait for this thread's copies of t, round them, make
+//     them visible to wgmma (fence.proxy.async), wait for this warpgroup's
+//     wgmma of t - 1 (its stage is about to be refilled), barrier, issue the
+//     copies of t + 2, issue the four wgmma of t.
+// The sums run in v1's order (k-slices of 8, increasing), so under sim v6
+// gives v1's bits. Written and tested on sim, with layouts from the PTX ISA
+// (convkit/sim/wgmma.h); no GPU has run it yet. It is never the default
+// until one has (CONVKIT_KERNEL_GEMM_TENSOR_CORE=6 selects it).
+namespace v6 {
+constexpr int kTile = 128;                                // block tile, M and N
+constexpr int kStageK = 32;                               // floats of k per stage: one 128-byte row
+constexpr int kSliceK = 8;                                // k per wgmma (tf32)
+constexpr int kStages = 3;
+constexpr int kThreads = 256;                             // two warpgroups
+constexpr int kRowBytes = kStageK * 4;                    // 128
+constexpr int kOperandBytes = kTile * kRowBytes;          // 16 KB
+constexpr int kStageBytes = 2 * kOperandBytes;            // A, then B
+constexpr int kRowsPerPass = kThreads / (kStageK / 4);    // 32 rows copied per pass of the block
+constexpr int kChunks = kTile / kRowsPerPass;             // 16-byte chunks per thread and operand: 4
+constexpr int kAccumulators = 64 * 128 / 128;             // m64n128 over a warpgroup's 128 threads
+constexpr std::size_t kAlign = 1024;                      // the 128-byte swizzle's atom
+constexpr std::size_t kSharedBytes = kStages * kStageBytes + kAlign;
+}  // namespace v6
+
+// A thread's share of one operand's copies (k-contiguous: row x of the tile
+// holds X(x, k0..k0+31)): chunk column c = thread % 8, rows thread / 8 + 32r.
+template <ChunkCopy Mode>
+struct V6Copier {
+  const float* src;  // chunk 0 of the next stage
+  int x_room;        // rows from this thread's first row to the operand's edge (at most 2^30)
+
+  __device__ __forceinline__ static int column() { return static_cast<int>(threadIdx.x % 8); }
+  __device__ __forceinline__ static int row() { return static_cast<int>(threadIdx.x / 8); }
+  // Byte offset of chunk r in a stage: unit column() of row row() + 32r, swizzled.
+  __device__ __forceinline__ static int offset(int r) {
+    const int x = row() + r * v6::kRowsPerPass;
+    return x * v6::kRowBytes + ((column() ^ (x % 8)) * 16);
+  }
+
+  __device__ __forceinline__ V6Copier(const float* p, std::int64_t ld, std::int64_t x0, std::int64_t x_limit) {
+    src = p + (x0 + row()) * ld + column() * 4;
+    const std::int64_t room = x_limit - x0 - row();
+    x_room = room < (1 << 30) ? static_cast<int>(room) : 1 << 30;
+  }
+
+  __device__ __forceinline__ void copy(unsigned char* stage, const float* any, std::int64_t ld, std::int64_t k0,
+                                       std::int64_t K) {
+    const std::int64_t k_room = K - k0 - column() * 4;
+    const int along = k_room <= 0 ? 0 : k_room < 4 ? static_cast<int>(k_room) : 4;
+    CK_UNROLL
+    for (int r = 0; r < v6::kChunks; ++r) {
+      auto* dst = reinterpret_cast<float*>(stage + offset(r));
+      const float* from = src + r * v6::kRowsPerPass * ld;
+      const int n = x_room - r * v6::kRowsPerPass > 0 ? along : 0;
+      if constexpr (Mode == ChunkCopy::whole) {
+        dev::cp_async16_or_zeros(dst, n > 0 ? from : any, n > 0);
+      } else if constexpr (Mode == ChunkCopy::sized) {
+        dev::cp_async<16>(dst, n > 0 ? from : any, 4 * n);
+      } else {
+        CK_UNROLL
+        for (int e = 0; e < 4; ++e) dev::cp_async<4>(dst + e, e < n ? from + e : any, e < n ? 4 : 0);
+      }
+    }
+    src += v6::kStageK;
+  }
+
+  // Rounds this thread's chunks of a landed stage to tf32, in place.
+  __device__ __forceinline__ static void round_tf32(unsigned char* stage) {
+    CK_UNROLL
+    for (int r = 0; r < v6::kChunks; ++r) {
+      auto* at = reinterpret_cast<float*>(stage + offset(r));
+      float v[4];
+      dev::load16(at, v);
+      CK_UNROLL
+      for (int e = 0; e < 4; ++e) v[e] = dev::tf32_rounded(v[e]);
+      dev::store16(at, v);
+    }
+  }
+};
+
+// The descriptor of k-slice j of one operand's stage at shared address
+// `rows` (64 or 128 rows of 128 bytes): 8-row atoms 1024 bytes apart.
+__device__ __forceinline__ std::uint64_t v6_descriptor(std::uint32_t rows, int j) {
+  return dev::wgmma_descriptor(rows + static_cast<std::uint32_t>(j * v6::kSliceK * 4), 16, 1024,
+                               dev::WgmmaSwizzle::bytes128);
+}
+
+template <ChunkCopy Mode>
+__global__ void __launch_bounds__(v6::kThreads, 2) gemm_tc_v6_wgmma(TcOperands p) {
+  using namespace v6;
+  CK_DYNAMIC_SHARED(unsigned char, raw);
+  // The swizzle works on shared-address bits 4..9: stages start at multiples of 1024.
+  unsigned char* const smem = raw + (kAlign - dev::shared_address(raw) % kAlign) % kAlign;
+  const std::uint32_t smem_address = dev::shared_address(smem);
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int warpgroup = static_cast<int>(warp / 4), warp_in_group = static_cast<int>(warp % 4);
+  const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kTile;
+  const std::int64_t n0 = (blockIdx.x % p.n_tiles) * kTile;
+  const std::int64_t stages = (p.K + kStageK - 1) / kStageK;
+  for (std::int64_t b = blockIdx.y; b < p.batch; b += gridDim.y) {
+    const float* a = p.a + b * p.stride_a;
+    const float* bm = p.b + b * p.stride_b;
+    V6Copier<Mode> a_copy(a, p.lda, m0, p.M);
+    V6Copier<Mode> b_copy(bm, p.ldb, n0, p.N);
+    CK_UNROLL
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < stages) {
+        a_copy.copy(smem + s * kStageBytes, a, p.lda, s * kStageK, p.K);
+        b_copy.copy(smem + s * kStageBytes + kOperandBytes, bm, p.ldb, s * kStageK, p.K);
+      }
+      dev::cp_async_commit();  // possibly empty: keeps the group count fixed
+    }
+    float acc[kAccumulators];
+    CK_UNROLL
+    for (int i = 0; i < kAccumulators; ++i) acc[i] = 0.0f;
+    dev::wgmma_fence_operands<kAccumulators>(acc);
+    for (std::int64_t t = 0; t < stages; ++t) {
+      unsigned char* const stage = smem + t % kStages * kStageBytes;
+      dev::cp_async_wait<kStages - 2>();  // this thread's copies of stage t have landed
+      V6Copier<Mode>::round_tf32(stage);
+      V6Copier<Mode>::round_tf32(stage + kOperandBytes);
+      dev::fence_proxy_async();  // ... and are visible to wgmma's reads
+      dev::wgmma_wait<0>();      // this warpgroup is done with stage t - 1
+      __syncthreads();           // stage t is whole, stage t - 1 free everywhere
+      const std::int64_t next = t + kStages - 1;
+      if (next < stages) {
+        unsigned char* const refill = smem + next % kStages * kStageBytes;
+        a_copy.copy(refill, a, p.lda, next * kStageK, p.K);
+        b_copy.copy(refill + kOperandBytes, bm, p.ldb, next * kStageK, p.K);
+      }
+      dev::cp_async_commit();
+      const std::uint32_t a_rows = smem_address + static_cast<std::uint32_t>(t % kStages * kStageBytes +
+                                                                             warpgroup * 64 * kRowBytes);
+      const std::uint32_t b_rows = smem_address + static_cast<std::uint32_t>(t % kStages * kStageBytes + kOperandBytes);
+      dev::wgmma_fence();
+      CK_UNROLL
+      for (int j = 0; j < kStageK / kSliceK; ++j)
+        dev::wgmma_m64n128k8_tf32(acc, v6_descriptor(a_rows, j), v6_descriptor(b_rows, j), true);
+      dev::wgmma_commit();
+    }
+    dev::wgmma_wait<0>();
+    dev::wgmma_fence_operands<kAccumulators>(acc);
+    dev::cp_async_wait<0>();  // only empty groups are left
+    __syncthreads();          // every warp is done with the stages before the next batch refills them
+    float* c = p.c + b * p.stride_c;
+    const std::int64_t row0 = m0 + warpgroup * 64 + warp_in_group * 16;
+    CK_UNROLL
+    for (int j = 0; j < kTile / 8; ++j) store_fragment(p, c, row0, n0 + j * 8, lane, acc + 4 * j);
+  }
+}
+
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 constexpr std::int64_t kMaxGridY = 65535;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
-constexpr int kVersions = 5;
-constexpr int kWideTilesVersion = 3, kAsyncPipelineVersion = 4, kRoundedStagesVersion = 5;
-static_assert(kRoundedStagesVersion == kVersions, "launch_with's last branch runs the last version");
+constexpr int kVersions = 6;
+constexpr int kWideTilesVersion = 3, kAsyncPipelineVersion = 4, kWgmmaVersion = 6;
+static_assert(kWgmmaVersion == kVersions, "launch_with's last branch runs the last version");
 
 std::int64_t tile_m(int version) { return version == 1 ? kV1TileM : version == 2 ? v2::kTile : v3::kTile; }
 std::int64_t tile_n(int version) { return version == 1 ? kV1TileN : version == 2 ? v2::kTile : v3::kTile; }
-static_assert(v3::kTile == v4::kTile, "v3 and v4 share a tile size");
+static_assert(v3::kTile == v4::kTile && v4::kTile == v6::kTile, "v3, v4 and v6 share a tile size");
 
 template <TensorCorePrecision P>
 void launch_with(const GemmArgs& g, int version) {
@@ -766,6 +946,16 @@ void launch_with(const GemmArgs& g, int version) {
       launch(gemm_tc_v2_warp_tiled<P, TA, TB>, grid, dim3(v2::kThreads), 0, nullptr, ops);
     } else if (version == 3) {
       launch(gemm_tc_v3_wide_tiles<P, TA, TB>, grid, dim3(v3::kThreads), 0, nullptr, ops, vec);
+    } else if (version == kWgmmaVersion) {
+      if constexpr (P == TensorCorePrecision::tf32 && !TA && TB) {
+        const auto run = [&](auto kernel) {
+          allow_dynamic_shared(kernel, v6::kSharedBytes);
+          launch(kernel, grid, dim3(v6::kThreads), v6::kSharedBytes, nullptr, ops);
+        };
+        if (whole) run(gemm_tc_v6_wgmma<ChunkCopy::whole>);
+        else if (vec) run(gemm_tc_v6_wgmma<ChunkCopy::sized>);
+        else run(gemm_tc_v6_wgmma<ChunkCopy::four_bytes>);
+      }
     } else {
       constexpr std::size_t bytes = v4_shared_bytes<P, TA, TB>();
       const auto run = [&](auto kernel) {
@@ -802,13 +992,16 @@ void register_gemm_tensor_core_family() {
          "v4 async pipeline: 128x128 block tile, 4 warps of 64x64, a 3-stage cp.async pipeline of 32-element k "
          "stages, float32 in shared memory converted at the fragment read\n"
          "v5 rounded stages: v4 with tf32 stages rounded once as they land (fragment reads without conversion) "
-         "and whole-or-nothing 16-byte copies (the ignore-src predicate) where M, N and K are multiples of 4"});
+         "and whole-or-nothing 16-byte copies (the ignore-src predicate) where M, N and K are multiples of 4\n"
+         "v6 wgmma: 128x128 block tile of two warpgroups, each one m64n128k8 wgmma per 8 of k from 128-byte "
+         "swizzled cp.async stages; tf32 with A and B k-contiguous (C = A B^T), on sm_90a and sim"});
     return true;
   }();
   (void)registered;
 }
 
-std::string gemm_tensor_core_cannot_implement(DType dtype, const GemmArgs& g, int version) {
+std::string gemm_tensor_core_cannot_implement(TensorCorePrecision precision, DType dtype, const GemmArgs& g,
+                                              int version) {
   if (version < 1 || version > kVersions)
     return detail::concat("gemm_tensor_core has versions 1..", kVersions, ", not ", version);
   if (dtype != DType::float32)
@@ -819,7 +1012,19 @@ std::string gemm_tensor_core_cannot_implement(DType dtype, const GemmArgs& g, in
   if (!why.empty() || g.M == 0 || g.N == 0 || g.batch == 0) return why;
   if (ceil_div(g.M, tile_m(version)) * ceil_div(g.N, tile_n(version)) > kMaxGridX)
     return detail::concat("C of ", g.M, " x ", g.N, " has more tiles than a grid holds (", kMaxGridX, ")");
-  if (version >= kAsyncPipelineVersion) {
+  if (version == kWgmmaVersion) {
+    if (precision != TensorCorePrecision::tf32)
+      return "version 6 multiplies tf32 only (bf16 wgmma would need bf16 stages; cp.async copies float32)";
+    if (g.trans_a || !g.trans_b)
+      return "version 6 needs op(A) and op(B) k-contiguous (A not transposed, B transposed): tf32 wgmma reads "
+             "K-major operands only";
+    if (!device_runs_wgmma())
+      return "version 6 runs wgmma, which needs a compute capability 9.0 GPU and a build for sm_90a "
+             "(CMAKE_CUDA_ARCHITECTURES with 90a)";
+    if (v6::kSharedBytes > max_dynamic_shared_bytes())
+      return detail::concat("version 6 needs ", v6::kSharedBytes, " bytes of shared memory per block; this device "
+                            "offers ", max_dynamic_shared_bytes());
+  } else if (version >= kAsyncPipelineVersion) {
     const std::size_t bytes = v4_largest_shared_bytes(g.trans_a, g.trans_b), offered = max_dynamic_shared_bytes();
     if (bytes > offered)
       return detail::concat("version ", version, " needs ", bytes,
@@ -833,14 +1038,14 @@ void launch_gemm_tensor_core(TensorCorePrecision precision, DType dtype, const G
   register_gemm_tensor_core_family();
   int version = kernel_version("gemm_tensor_core");
   if (version == kAsyncPipelineVersion && !kernel_version_pinned("gemm_tensor_core") &&
-      !gemm_tensor_core_cannot_implement(dtype, args, version).empty())
+      !gemm_tensor_core_cannot_implement(precision, dtype, args, version).empty())
     version = kWideTilesVersion;
   launch_gemm_tensor_core(precision, dtype, args, version);
 }
 
 void launch_gemm_tensor_core(TensorCorePrecision precision, DType dtype, const GemmArgs& g, int version) {
   register_gemm_tensor_core_family();
-  const std::string why = gemm_tensor_core_cannot_implement(dtype, g, version);
+  const std::string why = gemm_tensor_core_cannot_implement(precision, dtype, g, version);
   CK_CHECK(why.empty(), "gemm_tensor_core v", version, " (", precision_name(precision), ", ", dtype, ", M=", g.M,
            " N=", g.N, " K=", g.K, " batch=", g.batch, g.trans_a ? ", A transposed" : "",
            g.trans_b ? ", B transposed" : "", "): ", why);

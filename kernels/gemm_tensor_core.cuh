@@ -9,7 +9,7 @@
 // it (allow_tf32), and it has float32 only. Keeping it apart keeps
 // CONVKIT_KERNEL_GEMM=<v> meaning "this strict-precision kernel".
 //
-// The family "gemm_tensor_core" has five versions:
+// The family "gemm_tensor_core" has six versions:
 //   1 one warp per 16x8 tile of C, fragments straight from global memory
 //   2 64x64 block tile, 4 warps of 32x32, shared-memory staging with a
 //     register-staged double buffer
@@ -19,6 +19,8 @@
 //     n = 256-512 at 0.92-1.08x v2's speed; docs/results/nvidia-h200-2026-11-28)
 //   5 v4 with tf32 stages rounded once as they land and whole-or-nothing
 //     copies: 0.91x v4 in tf32, 1.02-1.06x in bf16 on the H200
+//   6 wgmma (sm_90a): two warpgroups per 128x128 tile, m64n128k8 from
+//     128-byte swizzled stages; tf32, C = A B^T only; not yet run on a GPU
 #include <string>
 
 #include "kernels/gemm.cuh"
@@ -30,8 +32,10 @@ namespace convkit::CK_GPU_NS {
 // Registers the family (idempotent).
 void register_gemm_tensor_core_family();
 
-// Empty when `version` can run these arguments (float32 only), else why not.
-std::string gemm_tensor_core_cannot_implement(DType dtype, const GemmArgs& args, int version);
+// Empty when `version` can run these arguments in this precision (float32
+// only), else why not.
+std::string gemm_tensor_core_cannot_implement(TensorCorePrecision precision, DType dtype, const GemmArgs& args,
+                                              int version);
 
 // Runs kernel_version("gemm_tensor_core"), or the given version; throws Error
 // naming the problem when it cannot implement the arguments. The default

@@ -129,6 +129,8 @@ if compgen -G "$root/.gpu-deps/*.deb" >/dev/null; then
 fi
 if [ $mode = gpu ]; then
   arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
+  # Compute capability 9.0 builds sm_90a, where the wgmma kernels exist.
+  [ "$arch" = 90 ] && arch=90a
   cmake_args+=(-DCONVKIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch")
   cudnn=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null)
   if [ -n "$cudnn" ] && [ -f "$cudnn/include/cudnn.h" ]; then

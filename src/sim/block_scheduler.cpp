@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "convkit/core/error.h"
@@ -104,6 +105,8 @@ void BlockScheduler::reset_block(uint3 block_index) {
     const unsigned lanes = std::min(32u, thread_count_ - first);
     warps_[w].absent = lanes == 32 ? 0u : ~((1u << lanes) - 1u);
     warps_[w].pending.clear();
+    warps_[w].wgmma_pending.clear();
+    warps_[w].wgmma_committed = 0;
   }
   next_to_start_ = 0;
   exited_count_ = 0;
@@ -218,6 +221,13 @@ void BlockScheduler::thread_exited(ThreadSlot& thread) {
   // Waiters no longer wait for this thread.
   const unsigned warp_index = thread.linear / 32;
   warps_[warp_index].absent |= 1u << (thread.linear % 32);
+  if (!warps_[warp_index].wgmma_pending.empty()) {
+    const PendingWgmma& w = warps_[warp_index].wgmma_pending.front();
+    fail("sim: block " + block_name() + ", thread " + thread_name(thread) + " exits with " +
+         std::to_string(warps_[warp_index].wgmma_pending.size()) + " wgmma of its warp not waited for (issued at " +
+         w.site.file + ":" + std::to_string(w.site.line) + "): retire them with wgmma.wait_group first");
+    return;
+  }
   // The profile: a warp whose lanes have all exited has met for the last time.
   if (checker_.profiler().active() && warps_[warp_index].absent == ~0u) [[unlikely]]
     checker_.warp_exited(warp_index);

@@ -18,6 +18,7 @@
 // thread, a misused built-in) end the block: control returns to the OS thread,
 // parked fibers are restarted empty, and run_block throws convkit::Error.
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "convkit/sim/async_copy.h"
+#include "convkit/sim/wgmma.h"
 #include "convkit/sim/runtime.h"
 #include "convkit/sim/schedule.h"
 #include "sim/check/block_checker.h"
@@ -74,6 +76,15 @@ struct ThreadSlot {
   std::vector<AsyncCopy> async_retired;
 };
 
+// One issued wgmma: the warpgroup-uniform operands (lane 0's WgmmaLane, its
+// `d` unused) and every lane's accumulators.
+struct PendingWgmma {
+  WgmmaLane op;
+  std::array<float*, 32> d{};
+  std::uint32_t group = 0;
+  SourceSite site;
+};
+
 // Lanes of one warp that called a warp built-in with the same mask and are
 // waiting for the rest of that mask.
 struct WarpGroup {
@@ -89,6 +100,11 @@ struct WarpState {
   // Groups being formed. Groups with different, even overlapping, masks may be
   // pending at the same time (divergent paths of one warp).
   std::vector<WarpGroup> pending;
+  // wgmma.mma_async (wgmma.cpp, convkit/sim/wgmma.h): issued and not yet
+  // performed, each with the count of groups the warp had committed when it
+  // was issued (its group).
+  std::vector<PendingWgmma> wgmma_pending;
+  std::uint32_t wgmma_committed = 0;
 };
 
 // Released threads waiting for their turn. Each thread is in it at most once,
@@ -134,6 +150,9 @@ class BlockScheduler {
   void async_copy_issue(const AsyncCopy& copy);
   void async_copy_commit();
   const AsyncCopy* async_copy_retire(int keep, std::size_t* count);
+  // wgmma on the running warp (wgmma.cpp): called by compute_warp_results
+  // once every lane has arrived.
+  void wgmma_complete(WarpOpKind kind, unsigned warp_index, ThreadSlot* lanes);
   // dev::fma in a profiled launch (convkit/sim/arithmetic_count.h).
   void add_fmas(std::uint64_t n);
   // The sim checks (check/): an access that the instrumented kernel reports,

@@ -86,6 +86,10 @@ const char* warp_op_name(WarpOpKind kind) {
     case WarpOpKind::reduce_or: return "__reduce_or_sync";
     case WarpOpKind::reduce_xor: return "__reduce_xor_sync";
     case WarpOpKind::mma: return "mma.sync";
+    case WarpOpKind::wgmma_fence: return "wgmma.fence";
+    case WarpOpKind::wgmma: return "wgmma.mma_async";
+    case WarpOpKind::wgmma_commit: return "wgmma.commit_group";
+    case WarpOpKind::wgmma_wait: return "wgmma.wait_group";
   }
   return "warp built-in";
 }
@@ -245,6 +249,10 @@ void BlockScheduler::compute_warp_results(unsigned warp_index, const WarpGroup& 
                                             shape == MmaShape::m16n8k16_bf16 ? 16 * 8 * 16 : 16 * 8 * 8);
       break;
     }
+    case WarpOpKind::wgmma_fence:
+    case WarpOpKind::wgmma:
+    case WarpOpKind::wgmma_commit:
+    case WarpOpKind::wgmma_wait: wgmma_complete(group.kind, warp_index, lanes); break;
     default: {  // the reductions
       const unsigned first = static_cast<unsigned>(__builtin_ctz(present));
       std::uint64_t total = lanes[first].operand;

@@ -103,6 +103,22 @@ inline std::size_t max_dynamic_shared_bytes() {
   return static_cast<std::size_t>(bytes);
 }
 
+// Whether kernels that use wgmma (kernels/warpgroup_mma.cuh) may run on the
+// current device: a compute capability 9.0 GPU (H100, H200), and this build
+// compiled them for sm_90a (CMAKE_CUDA_ARCHITECTURES holds 90a, which
+// defines CONVKIT_CUDA_SM90A); anywhere else their code traps.
+inline bool device_runs_wgmma() {
+#if defined(CONVKIT_CUDA_SM90A)
+  int device = 0, major = 0, minor = 0;
+  return cudaGetDevice(&device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess && major == 9 &&
+         minor == 0;
+#else
+  return false;
+#endif
+}
+
 }  // namespace convkit
 
 #else

@@ -71,4 +71,7 @@ void allow_dynamic_shared(void (*kernel)(Params...), std::size_t bytes) {
 // The most a kernel may opt in to: sim's limit is sm_90's.
 inline std::size_t max_dynamic_shared_bytes() { return sim::kMaxDynamicSharedBytes; }
 
+// sim emulates wgmma (convkit/sim/wgmma.h) whatever GPU it models.
+inline bool device_runs_wgmma() { return true; }
+
 }  // namespace convkit

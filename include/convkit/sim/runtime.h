@@ -86,6 +86,12 @@ enum class WarpOpKind {
   reduce_xor,
   // mma.sync: `value` points at the lane's MmaLane (mma.h), `arg` is the MmaShape.
   mma,
+  // wgmma (wgmma.h): `value` points at the lane's WgmmaLane for the issue;
+  // `arg` is the wait's count of groups left pending.
+  wgmma_fence,
+  wgmma,
+  wgmma_commit,
+  wgmma_wait,
 };
 std::uint64_t warp_op(WarpOpKind kind, unsigned mask, std::uint64_t value, int arg, int width,
                       const char* file, int line);

@@ -3,7 +3,7 @@
 // transpose pair, ragged sizes, batches with a broadcast operand and padded
 // leading dims, alpha/beta, against a float64 reference within the error bound
 // of tf32/bf16 operands; v2, v3 and v4 against v1 (v3 and v4 on their 16-byte
-// paths and at their edges); the rounding shows; bad input is refused with a
+// paths and at their edges), v6 (wgmma) against v1 where it runs; the rounding shows; bad input is refused with a
 // reason; the sim profile sees conflict-free fragment reads.
 #include <bit>
 #include <cmath>
@@ -247,15 +247,71 @@ TEST(GpuGemmTensorCore, RefusesBadInputWithAReason) {
   GemmArgs g;
   g.M = g.N = g.K = 4;
   g.lda = g.ldb = g.ldc = 4;
-  EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float64, g, 2).find("float32"), std::string::npos);
-  EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 6).find("versions 1..5"),
-            std::string::npos);
-  EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(DType::float32, g, 2).find("null"), std::string::npos);
+  const auto why = [&](DType dtype, int version) {
+    return kernels::gemm_tensor_core_cannot_implement(TensorCorePrecision::tf32, dtype, g, version);
+  };
+  EXPECT_NE(why(DType::float64, 2).find("float32"), std::string::npos);
+  EXPECT_NE(why(DType::float32, 7).find("versions 1..6"), std::string::npos);
+  EXPECT_NE(why(DType::float32, 2).find("null"), std::string::npos);
   try {
     kernels::launch_gemm_tensor_core(TensorCorePrecision::tf32, DType::float64, g, 2);
     ADD_FAILURE() << "float64 was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tensor-core GEMM takes float32"), std::string::npos) << e.what();
+  }
+}
+
+// v6 (wgmma) where it runs: tf32, op(A) and op(B) k-contiguous. Its sums run
+// in v1's order, so it gives v1's bits; the shapes cut its 128x128 tiles and
+// 32-element stages, and take each copy path: whole chunks (K a multiple of
+// 4, aligned), sized chunks (K ragged, leading dims multiples of 4) and
+// 4-byte copies (leading dims not multiples of 4).
+TEST(GpuGemmTensorCore, V6WgmmaAgreesWithV1WhereBothOperandsAreKContiguous) {
+#if defined(__CUDACC__)
+  if (!device_runs_wgmma()) GTEST_SKIP() << "this GPU or build has no wgmma (sm_90a)";
+#endif
+  const std::int64_t shapes[][3] = {{1, 1, 1}, {7, 9, 5}, {33, 17, 40}, {70, 130, 33},
+                                    {128, 128, 64}, {130, 257, 100}, {200, 129, 96}};
+  for (const auto& s : shapes)
+    for (std::int64_t pad : {0, 1, 2}) {
+      Case c;
+      c.M = s[0], c.N = s[1], c.K = s[2], c.trans_b = true;
+      // pad 1: leading dims K + 1; pad 2: K rounded up to a multiple of 4 where K is ragged.
+      c.pad = pad == 0 ? 0 : pad == 1 ? 1 : (4 - c.K % 4) % 4;
+      const Result v1 = run(c, 1, 5);
+      const Result r = run(c, 6, 5);
+      expect_close(c, r);
+      ASSERT_EQ(v1.c, r.c) << c.str() << " v6";
+    }
+  Case batched;  // a broadcast B, padded leading dims, alpha and beta
+  batched.M = 40, batched.N = 136, batched.K = 44, batched.batch = 3, batched.broadcast_b = true, batched.pad = 4;
+  batched.trans_b = true, batched.alpha = -0.5, batched.beta = 2;
+  const Result v1 = run(batched, 1, 9), r = run(batched, 6, 9);
+  expect_close(batched, r);
+  ASSERT_EQ(v1.c, r.c) << batched.str() << " v6";
+  Case k0;  // K = 0: C = beta * C
+  k0.M = 5, k0.N = 6, k0.K = 0, k0.beta = 0.5, k0.trans_b = true;
+  expect_close(k0, run(k0, 6));
+}
+
+TEST(GpuGemmTensorCore, V6RefusesWhatWgmmaCannotRunWithAReason) {
+  GemmArgs g;
+  g.M = g.N = g.K = 4;
+  g.lda = g.ldb = g.ldc = 4;
+  float x[16] = {};
+  g.a = g.b = g.c = x;
+  g.trans_b = true;
+  const auto why = [&](TensorCorePrecision p) { return kernels::gemm_tensor_core_cannot_implement(p, DType::float32, g, 6); };
+  EXPECT_NE(why(TensorCorePrecision::bf16).find("tf32 only"), std::string::npos);
+  for (int t : {0, 1, 3}) {  // every transpose pair but (A, B transposed)
+    g.trans_a = t & 1, g.trans_b = t & 2;
+    EXPECT_NE(why(TensorCorePrecision::tf32).find("k-contiguous"), std::string::npos) << t;
+  }
+  g.trans_a = false, g.trans_b = true;
+  if (device_runs_wgmma()) {
+    EXPECT_EQ(why(TensorCorePrecision::tf32), "");
+  } else {
+    EXPECT_NE(why(TensorCorePrecision::tf32).find("sm_90a"), std::string::npos);
   }
 }
 

@@ -172,4 +172,26 @@ struct MmaRegisters {
 };
 void mma(MmaKind kind, unsigned warps, const MmaRegisters* in, float* d, int exiting_lane = -1);
 
+// ---- wgmma.cu: one warpgroup (128 threads, one block) copies `image` into
+// its dynamic shared memory at byte `offset`, loads its accumulators from c
+// (thread t: c[t * n/2 ...]), runs one wgmma.mma_async (tf32 m64nNk8 or bf16
+// m64nNk16) on the two descriptors and stores them to d. What happens between
+// the issue and the wait:
+enum class WgmmaMode {
+  plain,             // commit, wait_group 0
+  zero_after_issue,  // every thread zeroes the image (and a barrier) before the wait
+  two_groups,        // a second wgmma in a second group; d gets the accumulators
+                     // after wait_group 1, d2 after wait_group 0
+  no_wait,           // commit and exit: an error
+};
+struct WgmmaCall {
+  const unsigned char* image = nullptr;
+  unsigned image_bytes = 0, offset = 0;
+  std::uint64_t desc_a = 0, desc_b = 0;
+  int n = 8;
+  bool bf16 = false, scale_d = true;
+  WgmmaMode mode = WgmmaMode::plain;
+};
+void wgmma(const WgmmaCall& call, const float* c, float* d, float* d2 = nullptr);
+
 }  // namespace sim_test_kernels

@@ -1,0 +1,150 @@
+#pragma once
+// wgmma, the warpgroup tensor-core instruction of sm_90a (Hopper), as device
+// functions spelled the same under nvcc (inline PTX) and under sim
+// (convkit/sim/wgmma.h, which holds the layouts and the emulation's rules):
+//
+//   dev::wgmma_descriptor(addr, lbo, sbo, swizzle)  the 64-bit shared-memory
+//       matrix descriptor of an operand: its start address, leading and
+//       stride byte offsets (multiples of 16), and swizzle mode
+//   dev::shared_address(p)        p's shared-memory address (what a
+//       descriptor holds; under sim the offset into dynamic shared memory)
+//   dev::wgmma_fence()            wgmma.fence.sync.aligned: before the first
+//       wgmma, and after the accumulators were written by other instructions
+//   dev::wgmma_m64n128k8_tf32(d, desc_a, desc_b, accumulate)
+//       wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32: d (64 floats
+//       per thread) = A (64x8, K-major) * B (8x128, K-major) + (accumulate ? d : 0)
+//   dev::wgmma_commit()           wgmma.commit_group.sync.aligned
+//   dev::wgmma_wait<N>()          wgmma.wait_group.sync.aligned N
+//   dev::wgmma_fence_operands<N>(d)  no instruction: keeps the compiler from
+//       moving other uses of the N accumulators across it (after the wait
+//       that retires them, before the code that reads them)
+//   dev::fence_proxy_async()      fence.proxy.async.shared::cta: makes this
+//       thread's ordinary shared-memory writes visible to wgmma's operand
+//       reads (the async proxy), before the barrier that publishes them
+//
+// All but the descriptor, the address and the proxy fence are
+// warpgroup-collective: the 128 threads of the warpgroup call them together.
+// Under nvcc they exist only when compiling for sm_90a
+// (__CUDA_ARCH_FEAT_SM90_ALL); elsewhere they trap, and a kernel that uses
+// them must not be launched (convkit::device_runs_wgmma says where it may).
+#include <cstdint>
+
+#include "convkit/sim/cuda_compat.h"
+#if defined(CONVKIT_SIM_KERNEL)
+#include "convkit/sim/wgmma.h"
+#endif
+
+#if !defined(CONVKIT_SIM_KERNEL) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define CK_WGMMA_PTX 1
+#endif
+
+namespace convkit::CK_GPU_NS::dev {
+
+// The descriptor's swizzle (layout type), bits 62..63.
+enum class WgmmaSwizzle : std::uint64_t { none = 0, bytes128 = 1, bytes64 = 2, bytes32 = 3 };
+
+// Fields in bytes; each is stored >> 4 in 14 bits (addresses below 256 KB).
+__host__ __device__ constexpr std::uint64_t wgmma_descriptor(std::uint32_t address, std::uint32_t leading_bytes,
+                                                             std::uint32_t stride_bytes, WgmmaSwizzle swizzle) {
+  return static_cast<std::uint64_t>((address >> 4) & 0x3fffu) |
+         static_cast<std::uint64_t>((leading_bytes >> 4) & 0x3fffu) << 16 |
+         static_cast<std::uint64_t>((stride_bytes >> 4) & 0x3fffu) << 32 |
+         static_cast<std::uint64_t>(swizzle) << 62;
+}
+
+#if defined(CONVKIT_SIM_KERNEL)
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* p, const char* file = __builtin_FILE(),
+                                                        int line = __builtin_LINE()) {
+  return ::convkit::sim::detail::shared_offset(p, file, line);
+}
+__device__ __forceinline__ void wgmma_fence(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  ::convkit::sim::detail::wgmma_fence(file, line);
+}
+__device__ __forceinline__ void wgmma_commit(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  ::convkit::sim::detail::wgmma_commit(file, line);
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  ::convkit::sim::detail::wgmma_wait(N, file, line);
+}
+__device__ __forceinline__ void fence_proxy_async() {}
+template <int N>
+__device__ __forceinline__ void wgmma_fence_operands(float*) {}
+__device__ __forceinline__ void wgmma_m64n128k8_tf32(float* d, std::uint64_t desc_a, std::uint64_t desc_b,
+                                                     bool accumulate, const char* file = __builtin_FILE(),
+                                                     int line = __builtin_LINE()) {
+  const ::convkit::sim::WgmmaLane lane{d, desc_a, desc_b, 128, ::convkit::sim::WgmmaType::tf32, accumulate};
+  ::convkit::sim::detail::wgmma_issue(lane, file, line);
+}
+
+#else
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void wgmma_fence() {
+#if defined(CK_WGMMA_PTX)
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void wgmma_commit() {
+#if defined(CK_WGMMA_PTX)
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#else
+  __trap();
+#endif
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+#if defined(CK_WGMMA_PTX)
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void fence_proxy_async() {
+#if defined(CK_WGMMA_PTX)
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+// The wgmma asm statements tie the accumulators in and out, but nothing ties
+// them to the wait: without this, nvcc may read them before it.
+template <int N>
+__device__ __forceinline__ void wgmma_fence_operands(float* d) {
+  CK_UNROLL
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+// The accumulators are tied in and out ("+f"): wgmma reads them (when
+// accumulating) and writes them, asynchronously; the kernel must not touch
+// them until the wgmma.wait_group that retires this instruction.
+__device__ __forceinline__ void wgmma_m64n128k8_tf32(float* d, std::uint64_t desc_a, std::uint64_t desc_b,
+                                                     bool accumulate) {
+#if defined(CK_WGMMA_PTX)
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)));
+#else
+  (void)d, (void)desc_a, (void)desc_b, (void)accumulate;
+  __trap();
+#endif
+}
+
+#endif
+
+}  // namespace convkit::CK_GPU_NS::dev

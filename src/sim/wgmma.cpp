@@ -1,0 +1,200 @@
+// wgmma.mma_async for the sim backend: the warp's groups, the descriptors and
+// the shared-memory layouts they describe. See convkit/sim/wgmma.h.
+#include "convkit/sim/wgmma.h"
+
+#include <cstddef>
+#include <cstring>
+#include <ios>
+
+#include "convkit/core/error.h"
+#include "convkit/sim/mma.h"
+#include "sim/block_scheduler.h"
+
+namespace convkit::sim {
+
+WgmmaDescriptor decode_wgmma_descriptor(std::uint64_t desc) {
+  WgmmaDescriptor d;
+  d.start = static_cast<std::uint32_t>(desc & 0x3fffu) << 4;
+  d.leading = static_cast<std::uint32_t>((desc >> 16) & 0x3fffu) << 4;
+  d.stride = static_cast<std::uint32_t>((desc >> 32) & 0x3fffu) << 4;
+  d.base_offset = static_cast<unsigned>((desc >> 49) & 0x7u);
+  d.swizzle = static_cast<WgmmaSwizzle>((desc >> 62) & 0x3u);
+  return d;
+}
+
+std::uint32_t wgmma_kmajor_address(const WgmmaDescriptor& d, int x, int kb) {
+  const auto ux = static_cast<std::uint32_t>(x), ukb = static_cast<std::uint32_t>(kb);
+  if (d.swizzle == WgmmaSwizzle::none) return d.start + ux / 8 * d.stride + ukb / 16 * d.leading + ux % 8 * 16 + ukb % 16;
+  // W bytes per row; the 16-byte units of a row that the swizzle permutes.
+  const std::uint32_t width = d.swizzle == WgmmaSwizzle::bytes128 ? 128 : d.swizzle == WgmmaSwizzle::bytes64 ? 64 : 32;
+  const std::uint32_t units = width / 16 - 1;
+  const std::uint32_t address = d.start + ux / 8 * d.stride + ux % 8 * width + ukb;
+  return address ^ (((address >> 7) & units) << 4);
+}
+
+namespace detail {
+namespace {
+
+const char* type_name(WgmmaType t) { return t == WgmmaType::tf32 ? "tf32" : "bf16"; }
+
+BlockScheduler& running_block(const char* builtin, const char* file, int line) {
+  BlockScheduler* scheduler = BlockScheduler::running();
+  CK_CHECK(scheduler != nullptr, builtin, " called outside a kernel at ", file, ":", line,
+           ": built-ins work only in code run by launch()");
+  return *scheduler;
+}
+
+// Element (x, k) of a K-major operand as the tensor core reads it.
+struct OperandReader {
+  const unsigned char* smem;
+  std::size_t bytes;
+  WgmmaDescriptor d;
+  WgmmaType type;
+  const char* which;  // "A" or "B"
+  const PendingWgmma& w;
+
+  double operator()(int x, int k) const {
+    const int size = type == WgmmaType::tf32 ? 4 : 2;
+    const std::uint32_t at = wgmma_kmajor_address(d, x, k * size);
+    CK_CHECK(at + static_cast<std::uint32_t>(size) <= bytes, "wgmma.mma_async issued at ", w.site.file, ":",
+             w.site.line, ": ", which, "(", x, ", k ", k, ") is at shared byte ", at,
+             ", past the block's dynamic shared memory (", bytes, " bytes)");
+    if (type == WgmmaType::tf32) {
+      std::uint32_t bits;
+      std::memcpy(&bits, smem + at, 4);
+      return tf32_operand(bits);
+    }
+    std::uint16_t half;
+    std::memcpy(&half, smem + at, 2);
+    return bf16_to_float(half);
+  }
+};
+
+void check_descriptor(const WgmmaDescriptor& d, const char* which, const PendingWgmma& w) {
+  CK_CHECK(d.base_offset == 0, "wgmma.mma_async issued at ", w.site.file, ":", w.site.line, ": descriptor ", which,
+           " has base offset ", d.base_offset, ", which sim does not emulate: start swizzled tiles at a multiple of "
+           "1024 bytes");
+}
+
+// Performs one wgmma for warp `warp_in_group` (0..3) of its warpgroup.
+void perform(const PendingWgmma& w, unsigned warp_in_group, const unsigned char* smem, std::size_t bytes) {
+  const WgmmaDescriptor da = decode_wgmma_descriptor(w.op.desc_a), db = decode_wgmma_descriptor(w.op.desc_b);
+  check_descriptor(da, "A", w);
+  check_descriptor(db, "B", w);
+  const OperandReader a{smem, bytes, da, w.op.type, "A", w}, b{smem, bytes, db, w.op.type, "B", w};
+  const int K = w.op.type == WgmmaType::tf32 ? 8 : 16, N = w.op.n;
+  const int row0 = 16 * static_cast<int>(warp_in_group);
+  double av[16][16], bv[256][16];
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < K; ++k) av[r][k] = a(row0 + r, k);
+  for (int n = 0; n < N; ++n)
+    for (int k = 0; k < K; ++k) bv[n][k] = b(n, k);
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    const int g = static_cast<int>(lane / 4), q = static_cast<int>(lane % 4);
+    float* d = w.d[lane];
+    for (int j = 0; j < N / 8; ++j) {
+      for (int i = 0; i < 4; ++i) {
+        const int r = g + (i >= 2 ? 8 : 0), n = 8 * j + 2 * q + (i & 1);
+        double acc = w.op.scale_d ? d[4 * j + i] : 0.0;
+        for (int k = 0; k < K; ++k) acc += av[r][k] * bv[n][k];
+        d[4 * j + i] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void BlockScheduler::wgmma_complete(WarpOpKind kind, unsigned warp_index, ThreadSlot* lanes) {
+  const SourceSite site = lanes[0].site;
+  // .sync.aligned: the whole warp, at the same instruction.
+  CK_CHECK(warps_[warp_index].absent == 0, "warp ", warp_index, ": ", warp_op_name(kind), " at ", site.file, ":",
+           site.line, " needs all 32 lanes, but lanes 0x", std::hex, warps_[warp_index].absent, std::dec,
+           " have exited");
+  for (unsigned l = 0; l < 32; ++l) {
+    CK_CHECK(lanes[l].site == site, "warp ", warp_index, ": lanes 0 and ", l, " meet at ", warp_op_name(kind),
+             " from different lines (", site.file, ":", site.line, ", ", lanes[l].site.file, ":",
+             lanes[l].site.line, "): it must be warp-uniform");
+    lanes[l].warp_result = 0;
+  }
+  WarpState& warp = warps_[warp_index];
+  switch (kind) {
+    case WarpOpKind::wgmma_fence: break;
+    case WarpOpKind::wgmma: {
+      PendingWgmma w;
+      w.op = *reinterpret_cast<const WgmmaLane*>(static_cast<std::uintptr_t>(lanes[0].operand));
+      w.group = warp.wgmma_committed;
+      w.site = site;
+      for (unsigned l = 0; l < 32; ++l) {
+        const auto& op = *reinterpret_cast<const WgmmaLane*>(static_cast<std::uintptr_t>(lanes[l].operand));
+        CK_CHECK(op.desc_a == w.op.desc_a && op.desc_b == w.op.desc_b && op.n == w.op.n && op.type == w.op.type &&
+                     op.scale_d == w.op.scale_d,
+                 "warp ", warp_index, ": wgmma.mma_async at ", site.file, ":", site.line, ": lane ", l,
+                 " brings other descriptors, shape or scale-d than lane 0 (they must be warpgroup-uniform)");
+        w.d[l] = op.d;
+      }
+      CK_CHECK(w.op.n >= 8 && w.op.n <= 256 && w.op.n % 8 == 0, "wgmma.mma_async at ", site.file, ":", site.line,
+               ": N = ", w.op.n, " (m64nNk", w.op.type == WgmmaType::tf32 ? 8 : 16, ".", type_name(w.op.type),
+               " takes N from 8 to 256 in steps of 8)");
+      warp.wgmma_pending.push_back(w);
+      break;
+    }
+    case WarpOpKind::wgmma_commit: ++warp.wgmma_committed; break;
+    case WarpOpKind::wgmma_wait: {
+      const int keep = lanes[0].arg;
+      const std::uint32_t limit =
+          warp.wgmma_committed > static_cast<std::uint32_t>(keep) ? warp.wgmma_committed - static_cast<std::uint32_t>(keep) : 0;
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < warp.wgmma_pending.size(); ++i) {
+        if (warp.wgmma_pending[i].group < limit) {
+          const PendingWgmma& w = warp.wgmma_pending[i];
+          perform(w, warp_index % 4, static_cast<const unsigned char*>(dynamic_shared_data_),
+                  launch_.dynamic_shared_bytes);
+          if (checker_.profiler().active())
+            checker_.profiler().add_tensor_fmas(w.op.type == WgmmaType::bf16,
+                                                static_cast<std::uint64_t>(16) * w.op.n *
+                                                    (w.op.type == WgmmaType::tf32 ? 8 : 16));
+        } else {
+          warp.wgmma_pending[kept++] = warp.wgmma_pending[i];
+        }
+      }
+      warp.wgmma_pending.resize(kept);
+      break;
+    }
+    default: CK_FAIL("wgmma_complete: not a wgmma built-in");
+  }
+}
+
+void wgmma_fence(const char* file, int line) {
+  running_block("wgmma.fence", file, line);
+  warp_op(WarpOpKind::wgmma_fence, 0xffffffffu, 0, 0, 32, file, line);
+}
+
+void wgmma_issue(const WgmmaLane& lane, const char* file, int line) {
+  running_block("wgmma.mma_async", file, line);
+  warp_op(WarpOpKind::wgmma, 0xffffffffu, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&lane)), 0, 32,
+          file, line);
+}
+
+void wgmma_commit(const char* file, int line) {
+  running_block("wgmma.commit_group", file, line);
+  warp_op(WarpOpKind::wgmma_commit, 0xffffffffu, 0, 0, 32, file, line);
+}
+
+void wgmma_wait(int keep, const char* file, int line) {
+  CK_CHECK(keep >= 0 && keep <= 7, "wgmma.wait_group at ", file, ":", line, " takes a count from 0 to 7, not ", keep);
+  running_block("wgmma.wait_group", file, line);
+  warp_op(WarpOpKind::wgmma_wait, 0xffffffffu, 0, keep, 32, file, line);
+}
+
+std::uint32_t shared_offset(const void* p, const char* file, int line) {
+  const BlockScheduler& block = running_block("a shared address", file, line);
+  const auto* base = static_cast<const unsigned char*>(block.dynamic_shared_memory());
+  const auto* at = static_cast<const unsigned char*>(p);
+  CK_CHECK(base != nullptr && at >= base && at <= base + block.dynamic_shared_bytes(), "the shared address at ", file,
+           ":", line, ": ", p, " is not in the block's dynamic shared memory (sim's wgmma reads operands there)");
+  return static_cast<std::uint32_t>(at - base);
+}
+
+}  // namespace detail
+}  // namespace convkit::sim
