@@ -98,12 +98,15 @@ void time_gpu_product(benchmark::State& state, Float32Precision precision, const
   state.SetLabel(what + ", " + to_string(precision) + ", " + floor_label(n));
 }
 
-// The GPU product through the backend, `family` pinned to `version`, at `precision`.
+// The GPU product through the backend, `family` pinned to `version`, at
+// `precision`; with b_transposed, B is a transposed view (C = A B^T of the
+// stored matrices: both operands k-contiguous, as a Linear layer's forward).
 void run_gpu_gemm(benchmark::State& state, Device device, const char* family, int version,
-                  Float32Precision precision, const std::string& what) {
+                  Float32Precision precision, const std::string& what, bool b_transposed = false) {
   const std::int64_t n = state.range(0);
   const TensorOptions o = TensorOptions().device(device);
-  const Tensor a = rand({1, n, n}, o), b = rand({1, n, n}, o), c = empty({1, n, n}, o);
+  const Tensor a = rand({1, n, n}, o), c = empty({1, n, n}, o);
+  const Tensor b = b_transposed ? rand({1, n, n}, o).transpose(1, 2) : rand({1, n, n}, o);
   Backend& backend = backend_for(device);
   const ScopedFloat32Precision level(precision);
   backend.matmul(a, b, c);  // registers the family
@@ -115,14 +118,15 @@ void run_gpu_gemm(benchmark::State& state, Device device, const char* family, in
   set_kernel_version(family, 0);
 }
 
-void run_cublas(benchmark::State& state, Device device, Float32Precision precision) {
+void run_cublas(benchmark::State& state, Device device, Float32Precision precision, bool b_transposed = false) {
   const std::int64_t n = state.range(0);
   const TensorOptions o = TensorOptions().device(device);
-  const Tensor a = rand({n, n}, o), b = rand({n, n}, o), c = empty({n, n}, o);
+  const Tensor a = rand({n, n}, o), stored = rand({n, n}, o), c = empty({n, n}, o);
+  const Tensor b = b_transposed ? stored.transpose(0, 1) : stored;
   backend_for(device).synchronize();
   time_gpu_product(state, precision, a, b, c, [&] {
-    bench::cublas_gemm(precision, a.data<float>(), b.data<float>(), c.data<float>(), n);
-  }, "cuBLAS cublasGemmEx");
+    bench::cublas_gemm(precision, a.data<float>(), stored.data<float>(), c.data<float>(), n, b_transposed);
+  }, b_transposed ? "cuBLAS cublasGemmEx, B transposed" : "cuBLAS cublasGemmEx");
 }
 
 struct VersionRow {
@@ -153,6 +157,13 @@ const VersionRow kTensorCoreVersions[] = {
     {3, "v3_wide_tiles", "tensor-core v3, 128x128 block, 8 warps of 64x32, 16-word stages, 16-byte staging"},
     {4, "v4_async_pipeline", "tensor-core v4, 128x128 block, 4 warps of 64x64, 3-stage cp.async pipeline"},
     {5, "v5_rounded_stages", "tensor-core v5, v4 with tf32 stages rounded as they land and whole-chunk copies"},
+};
+
+// C = A B^T in tf32, the layout tensor-core v6 (wgmma) takes, beside v4, the
+// default, and cuBLAS in the same layout.
+const VersionRow kTensorCoreBtVersions[] = {
+    {4, "v4_async_pipeline", "tensor-core v4, B transposed"},
+    {6, "v6_wgmma", "tensor-core v6, wgmma m64n128k8 from 128-byte swizzled stages, B transposed"},
 };
 
 }  // namespace
@@ -201,6 +212,17 @@ int main(int argc, char** argv) {
                                    [cuda, p](benchmark::State& s) { run_cublas(s, cuda, p); })
           ->Apply(sizes);
     }
+    const Float32Precision tf32 = Float32Precision::high;
+    for (const auto& v : kTensorCoreBtVersions) {
+      benchmark::RegisterBenchmark((std::string("BM_GpuGemmTensorCore/tf32/bt/") + v.name).c_str(),
+                                   [v, cuda, tf32](benchmark::State& s) {
+                                     run_gpu_gemm(s, cuda, "gemm_tensor_core", v.version, tf32, v.label, true);
+                                   })
+          ->Apply(sizes);
+    }
+    benchmark::RegisterBenchmark("BM_Cublas/tf32/bt", [cuda, tf32](benchmark::State& s) {
+      run_cublas(s, cuda, tf32, true);
+    })->Apply(sizes);
   } else {
     std::fprintf(stderr, "bench_gemm: GPU cases %s\n", gpu_status.c_str());
   }

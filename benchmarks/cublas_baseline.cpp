@@ -35,11 +35,15 @@ cublasComputeType_t compute_type(Float32Precision p) {
 
 }  // namespace
 
-void cublas_gemm(Float32Precision precision, const float* a, const float* b, float* c, std::int64_t n) {
-  // Row-major C = A B is column-major C^T = B^T A^T: B first, then A.
+void cublas_gemm(Float32Precision precision, const float* a, const float* b, float* c, std::int64_t n,
+                 bool b_transposed) {
+  // Row-major C = A B is column-major C^T = B^T A^T: B first, then A. With B
+  // transposed (C = A S^T, S stored row-major), C^T = S A^T: the stored S,
+  // which column-major reads as S^T, is transposed back.
   const int m = static_cast<int>(n);
   const float alpha = 1, beta = 0;
-  const cublasStatus_t s = cublasGemmEx(handle(), CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &alpha, b, CUDA_R_32F, m, a,
+  const cublasOperation_t op_b = b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasStatus_t s = cublasGemmEx(handle(), op_b, CUBLAS_OP_N, m, m, m, &alpha, b, CUDA_R_32F, m, a,
                                         CUDA_R_32F, m, &beta, c, CUDA_R_32F, m, compute_type(precision),
                                         CUBLAS_GEMM_DEFAULT);
   CK_CHECK(s == CUBLAS_STATUS_SUCCESS, "cuBLAS baseline: cublasGemmEx (", to_string(precision),
@@ -50,7 +54,7 @@ void cublas_gemm(Float32Precision precision, const float* a, const float* b, flo
 
 #else
 
-void cublas_gemm(Float32Precision, const float*, const float*, float*, std::int64_t) {
+void cublas_gemm(Float32Precision, const float*, const float*, float*, std::int64_t, bool) {
   CK_FAIL("cuBLAS baseline: this build has no cuda backend");
 }
 

@@ -15,8 +15,9 @@
 
 namespace convkit::bench {
 
-// c = a * b, row-major n x n device buffers; waits for the GPU before it
-// returns, so a loop of calls times the products.
-void cublas_gemm(Float32Precision precision, const float* a, const float* b, float* c, std::int64_t n);
+// c = a * b, row-major n x n device buffers (c = a * b^T with b_transposed);
+// waits for the GPU before it returns, so a loop of calls times the products.
+void cublas_gemm(Float32Precision precision, const float* a, const float* b, float* c, std::int64_t n,
+                 bool b_transposed = false);
 
 }  // namespace convkit::bench

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Counts the instructions of the loops that issue tensor-core mma (HMMA) in
-a kernel's SASS: per loop, instructions, HMMA, cp.async (LDGSTS), shared
-loads (LDS) and barriers, and instructions per HMMA. A static count of one
+"""Counts the instructions of the loops that issue tensor-core mma (HMMA, or
+wgmma's HGMMA) in a kernel's SASS: per loop, instructions, HMMA, HGMMA,
+cp.async (LDGSTS), shared loads (LDS) and barriers, and instructions per
+HMMA (per HGMMA where there is no HMMA). A static count of one
 pass through the loop body: what the GPU issues per K-step, before stalls.
 
   scripts/sass-loop-counts.py KERNEL.cu [--nvdisasm PATH] [--match TEXT ...]
 
-compiles KERNEL.cu for sm_90 (nvcc -cubin, the flags of
+compiles KERNEL.cu for sm_90a (nvcc -cubin, the flags of
 scripts/compile-kernels.sh), disassembles it and prints each kernel whose
 demangled name contains every TEXT. nvdisasm ships with the full CUDA
 toolkit, or from PyPI (pip install nvidia-cuda-nvdisasm: nvidia/cu13/bin/).
@@ -39,12 +40,12 @@ def kernels(sass):
 
 
 def mma_loops(instructions, labels):
-    """The loops (a backward branch to a label) whose body issues HMMA."""
+    """The loops (a backward branch to a label) whose body issues HMMA or HGMMA."""
     for j, text in enumerate(instructions):
         branch = re.search(r"BRA\s+`?\(?\.?(L_x_\d+)", text)
         if branch and labels.get(branch.group(1), j + 1) <= j:
             body = instructions[labels[branch.group(1)]: j + 1]
-            if any("HMMA" in x for x in body):
+            if any("HMMA" in x or "HGMMA" in x for x in body):
                 yield body
 
 
@@ -61,7 +62,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         cubin = os.path.join(tmp, "k.cubin")
         subprocess.run(["nvcc", "-std=c++20", "-O3", "-Iinclude", "-Isrc", "-I.", "-Ibuild/release/include",
-                        "-gencode", "arch=compute_90,code=sm_90", "-cubin", args.source, "-o", cubin],
+                        "-gencode", "arch=compute_90a,code=sm_90a", "-cubin", args.source, "-o", cubin],
                        cwd=ROOT, check=True)
         sass = subprocess.run([args.nvdisasm, "-c", cubin], check=True, capture_output=True, text=True).stdout
     for name, instructions, labels in kernels(sass):
@@ -70,8 +71,9 @@ def main():
             continue
         for body in mma_loops(instructions, labels):
             ops = collections.Counter(opcode(x) for x in body)
-            print(f"{readable}\n  loop: {len(body)} instructions, HMMA {ops['HMMA']}, LDGSTS {ops['LDGSTS']}, "
-                  f"LDS {ops['LDS']}, BAR {ops['BAR']}; {len(body) / ops['HMMA']:.1f} per HMMA")
+            unit = "HMMA" if ops["HMMA"] else "HGMMA"
+            print(f"{readable}\n  loop: {len(body)} instructions, HMMA {ops['HMMA']}, HGMMA {ops['HGMMA']}, "
+                  f"LDGSTS {ops['LDGSTS']}, LDS {ops['LDS']}, BAR {ops['BAR']}; {len(body) / ops[unit]:.1f} per {unit}")
     return 0
 
 

@@ -150,10 +150,14 @@ void BlockScheduler::wgmma_complete(WarpOpKind kind, unsigned warp_index, Thread
           const PendingWgmma& w = warp.wgmma_pending[i];
           perform(w, warp_index % 4, static_cast<const unsigned char*>(dynamic_shared_data_),
                   launch_.dynamic_shared_bytes);
-          if (checker_.profiler().active())
+          if (checker_.profiler().active()) {
             checker_.profiler().add_tensor_fmas(w.op.type == WgmmaType::bf16,
                                                 static_cast<std::uint64_t>(16) * w.op.n *
                                                     (w.op.type == WgmmaType::tf32 ? 8 : 16));
+            // 32 bytes of k per row: this warp's 16 rows of A, and a quarter
+            // of B, which the warpgroup reads once.
+            checker_.profiler().add_async_shared_load(16 * 32 + static_cast<std::uint64_t>(w.op.n) * 32 / 4);
+          }
         } else {
           warp.wgmma_pending[kept++] = warp.wgmma_pending[i];
         }

@@ -24,6 +24,18 @@ class BlockProfiler {
               bool shared);
   void add_fmas(std::uint64_t n) { sink_->fmas += n; }
   void add_tensor_fmas(bool bf16, std::uint64_t n) { (bf16 ? sink_->bf16_fmas : sink_->tf32_fmas) += n; }
+  // A warp's share of one wgmma's operand reads (wgmma.cpp): one request of
+  // `bytes`, in conflict-free 128-byte wavefronts, which is what the
+  // swizzled layouts are for; the async proxy's banking is not modelled.
+  void add_async_shared_load(std::uint64_t bytes) {
+    RequestCounts& c = sink_->shared_load;
+    ++c.requests;
+    c.lanes += 32;
+    c.bytes += bytes;
+    c.unique_bytes += bytes;
+    c.wavefronts += (bytes + 127) / 128;
+    c.max_ways = c.max_ways > 1 ? c.max_ways : 1;
+  }
   // A __syncthreads completed: every warp met.
   void barrier();
   // A warp built-in completed; `whole_warp`: every lane that has not exited

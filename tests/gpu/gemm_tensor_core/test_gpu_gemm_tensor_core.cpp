@@ -397,6 +397,34 @@ TEST(GpuGemmTensorCore, TheSimProfileSeesV4AndV5ConflictFreeInEveryLayout) {
       EXPECT_EQ(v4.global_load.sectors * 32, v4.global_load.bytes) << what;
     }
 }
+
+// v6's 128-byte swizzle puts a quarter-warp's eight 16-byte copies of one row
+// on eight distinct bank groups: its copies' stores and its rounding's loads
+// and stores are free of conflicts, and its copies use every byte they fetch.
+// Each wgmma counts 64 x 128 x 8 tensor-core multiply-adds, and its operand
+// reads count as conflict-free (the profile's rule for them, docs/sim.md).
+TEST(GpuGemmTensorCore, TheSimProfileSeesV6CopiesAndRoundingConflictFree) {
+  if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  const convkit::sim::ScopedProfile profile;
+  constexpr std::int64_t n = 128, k = 64;
+  Tensor a = Tensor::empty({n * k}, kernel_options(DType::float32)).fill_(1);
+  Tensor b = Tensor::empty({k * n}, kernel_options(DType::float32)).fill_(1);
+  Tensor c = Tensor::empty({n * n}, kernel_options(DType::float32));
+  GemmArgs g;
+  g.M = g.N = n, g.K = k, g.trans_b = true;
+  g.a = a.data<float>(), g.b = b.data<float>(), g.c = c.data<float>();
+  g.lda = g.ldb = k, g.ldc = n;
+  kernels::launch_gemm_tensor_core(TensorCorePrecision::tf32, DType::float32, g, 6);
+  EXPECT_EQ(c.to_vector<float>()[0], static_cast<float>(k));
+  convkit::sim::KernelProfile v6;
+  for (const convkit::sim::KernelProfile& kp : convkit::sim::take_profile()) v6 += kp;
+  EXPECT_EQ(v6.tf32_fmas, 128u * 128 * 64);
+  EXPECT_EQ(v6.fmas, 0u);
+  EXPECT_GT(v6.shared_load.requests, 0u);
+  EXPECT_EQ(v6.shared_load.conflict_wavefronts, 0u);
+  EXPECT_EQ(v6.shared_store.conflict_wavefronts, 0u);
+  EXPECT_EQ(v6.global_load.sectors * 32, v6.global_load.bytes);
+}
 #endif
 
 }  // namespace
