@@ -913,17 +913,240 @@ __global__ void __launch_bounds__(v6::kThreads, 2) gemm_tc_v6_wgmma(TcOperands p
   }
 }
 
+// ---------------------------------------------------------------------------
+// v7, wgmma from register-staged stages: every transpose pair, tf32 and bf16.
+// v6 copies float32 into shared memory with cp.async, which can neither
+// convert nor transpose, so it runs tf32 with both operands k-contiguous
+// only (tf32 wgmma reads K-major operands). v7 stages through registers, as
+// v3 did, but with wgmma's asynchrony to hide it:
+//   Stage: each thread loads 16 floats of each operand (four 16-byte loads),
+//     converts them (cvt.rna to tf32, or pairs packed to bf16) and stores
+//     them K-major into a swizzled stage of 32 elements of k: tf32 rows of
+//     128 bytes in the 128-byte swizzle, bf16 rows of 64 bytes in the
+//     64-byte swizzle. A k-contiguous operand is loaded as v6 copies it;
+//     an x-contiguous one (A transposed, B not) as a 4 x 4 block per thread,
+//     four 16-byte loads along x at four k, and stored transposed: four rows
+//     of 4 k. Which of its four rows a thread stores first rotates with the
+//     lane, so that the 8 (16-byte stores) or 16 (8-byte) lanes of a phase
+//     land on distinct banks: (e + lane / 2) % 4 for tf32, (e + lane / 4) % 4
+//     for bf16, with lane pairs (even, odd) on neighbouring k (checked by the
+//     sim profile test in every layout).
+//   Pipeline: two stages in shared memory and one in registers. Per stage t:
+//     issue the wgmma of t; wait for this warpgroup's wgmma of t - 1; a
+//     barrier (every warpgroup is done with the other stage); store stage
+//     t + 1 from the registers into it; load stage t + 2 into the registers;
+//     a barrier (stage t + 1 is whole). The wgmma of t run while the threads
+//     convert and store t + 1, and the loads of t + 2 have the whole of the
+//     next stage to arrive.
+//   Block, tile and epilogue: v6's (two warpgroups, 128x128, m64n128k8 for
+//     tf32 and m64n128k16 for bf16, 64 accumulators per thread). Shared
+//     memory: 2 stages of 32 KB (tf32) or 16 KB (bf16), plus 1 KB to align.
+//     The staged registers on top of the accumulators take 154-183
+//     registers (nvcc 13.0, sm_90a; capped at 128 for two blocks per SM,
+//     ptxas spilled up to 136 bytes), so one block of 8 warps runs per SM.
+// The sums run in v1's order, so under sim v7 gives v1's bits. Written and
+// tested on sim; no GPU has run it (CONVKIT_KERNEL_GEMM_TENSOR_CORE=7).
+namespace v7 {
+constexpr int kTile = 128;
+constexpr int kStageK = 32;  // elements of k per stage
+constexpr int kThreads = 256;
+constexpr int kSlots = 2;    // stages in shared memory
+constexpr int kAccumulators = 64;
+constexpr std::size_t kAlign = 1024;
+template <TensorCorePrecision P>
+inline constexpr int kRowBytes = P == TensorCorePrecision::tf32 ? 128 : 64;  // 32 elements of k
+template <TensorCorePrecision P>
+inline constexpr int kOperandBytes = kTile * kRowBytes<P>;
+template <TensorCorePrecision P>
+inline constexpr std::size_t kSharedBytes = kSlots * 2 * kOperandBytes<P> + kAlign;
+}  // namespace v7
+
+// Byte offset, in a stage of precision P, of k = 4kq..4kq+3 of row x: a
+// 16-byte unit of the 128-byte swizzle (tf32), or half of one of the 64-byte
+// swizzle (bf16).
+template <TensorCorePrecision P>
+__device__ __forceinline__ int v7_offset(int x, int kq) {
+  if constexpr (P == TensorCorePrecision::tf32) {
+    return x * 128 + ((kq ^ (x % 8)) * 16);
+  } else {
+    return x * 64 + (((kq / 2) ^ ((x % 8) >> 1)) * 16) + (kq % 2) * 8;
+  }
+}
+
+// Converts X(x, 4kq..4kq+3) and stores it at its place in the stage.
+template <TensorCorePrecision P>
+__device__ __forceinline__ void v7_store(unsigned char* stage, int x, int kq, const float* v) {
+  if constexpr (P == TensorCorePrecision::tf32) {
+    float r[4];
+    CK_UNROLL
+    for (int e = 0; e < 4; ++e) r[e] = dev::tf32_rounded(v[e]);
+    dev::store16(reinterpret_cast<float*>(stage + v7_offset<P>(x, kq)), r);
+  } else {
+    const float w[2] = {__uint_as_float(dev::pack_bf16x2(v[0], v[1])), __uint_as_float(dev::pack_bf16x2(v[2], v[3]))};
+    dev::store8(reinterpret_cast<float*>(stage + v7_offset<P>(x, kq)), w);
+  }
+}
+
+// Four floats from p, of which `inside` (0..4) lie in the operand: one
+// 16-byte load when all four do and Vec (p 16-byte aligned), else one by one.
+template <bool Vec>
+__device__ __forceinline__ void v7_load4(const float* p, int inside, float* v) {
+  if (Vec && inside == 4) {
+    dev::load16(p, v);
+  } else {
+    CK_UNROLL
+    for (int e = 0; e < 4; ++e) v[e] = e < inside ? p[e] : 0.0f;
+  }
+}
+
+// One operand's share of a thread: loads 16 floats of stage k0 into
+// registers and stores them, converted, into a stage. X(x, k) is p[x * ld + k]
+// (k-contiguous) or p[k * ld + x] (XContig).
+template <TensorCorePrecision P, bool XContig, bool Vec>
+struct V7Stager {
+  float v[4][4];
+
+  // k-contiguous: chunk column c and first row (v6's copy layout).
+  __device__ __forceinline__ static int column() { return static_cast<int>(threadIdx.x % 8); }
+  __device__ __forceinline__ static int row() { return static_cast<int>(threadIdx.x / 8); }
+  // x-contiguous: the thread's 4 x 4 block, x = 4xg.., k = 4kg..; lanes of a
+  // pair sit on neighbouring kg, so that a bf16 store phase covers both
+  // halves of the 16-byte units.
+  __device__ __forceinline__ static int xg() {
+    return static_cast<int>(16 * (threadIdx.x / 32 % 2) + threadIdx.x % 32 / 2);
+  }
+  __device__ __forceinline__ static int kg() { return static_cast<int>(2 * (threadIdx.x / 64) + threadIdx.x % 2); }
+
+  __device__ __forceinline__ void load(const float* p, std::int64_t ld, std::int64_t x0, std::int64_t x_limit,
+                                       std::int64_t k0, std::int64_t K) {
+    if constexpr (!XContig) {
+      const std::int64_t k = k0 + column() * 4;
+      const int k_inside = k >= K ? 0 : K - k < 4 ? static_cast<int>(K - k) : 4;
+      CK_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        const std::int64_t x = x0 + row() + 32 * r;
+        v7_load4<Vec>(p + x * ld + k, x < x_limit ? k_inside : 0, v[r]);
+      }
+    } else {
+      const std::int64_t x = x0 + 4 * xg();
+      const int x_inside = x >= x_limit ? 0 : x_limit - x < 4 ? static_cast<int>(x_limit - x) : 4;
+      CK_UNROLL
+      for (int kk = 0; kk < 4; ++kk) {
+        const std::int64_t k = k0 + 4 * kg() + kk;
+        v7_load4<Vec>(p + k * ld + x, k < K ? x_inside : 0, v[kk]);
+      }
+    }
+  }
+
+  __device__ __forceinline__ void store(unsigned char* stage) const {
+    if constexpr (!XContig) {
+      CK_UNROLL
+      for (int r = 0; r < 4; ++r) v7_store<P>(stage, row() + 32 * r, column(), v[r]);
+    } else {
+      const int lane = static_cast<int>(threadIdx.x % 32);
+      const int turn = P == TensorCorePrecision::tf32 ? lane / 2 : lane / 4;
+      CK_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const int s = (e + turn) % 4;  // the block's row this lane stores now
+        float u[4];
+        CK_UNROLL
+        for (int kk = 0; kk < 4; ++kk) u[kk] = s == 0 ? v[kk][0] : s == 1 ? v[kk][1] : s == 2 ? v[kk][2] : v[kk][3];
+        v7_store<P>(stage, 4 * xg() + s, kg(), u);
+      }
+    }
+  }
+};
+
+// The descriptor of k-slice j (8 tf32 or 16 bf16: 32 bytes) of the rows
+// starting at shared address `rows`: 8-row atoms of 1024 (tf32) or 512 bytes.
+template <TensorCorePrecision P>
+__device__ __forceinline__ std::uint64_t v7_descriptor(std::uint32_t rows, int j) {
+  constexpr bool kTf32 = P == TensorCorePrecision::tf32;
+  return dev::wgmma_descriptor(rows + static_cast<std::uint32_t>(32 * j), 16, kTf32 ? 1024 : 512,
+                               kTf32 ? dev::WgmmaSwizzle::bytes128 : dev::WgmmaSwizzle::bytes64);
+}
+
+template <TensorCorePrecision P, bool TA, bool TB, bool Vec>
+__global__ void __launch_bounds__(v7::kThreads, 1) gemm_tc_v7_wgmma_staged(TcOperands p) {
+  using namespace v7;
+  constexpr bool AX = TA, BX = !TB;  // x-contiguous: op(A) stored along m, op(B) along n
+  constexpr int kOperand = kOperandBytes<P>, kSlices = kStageK / kMmaStepK<P>;
+  CK_DYNAMIC_SHARED(unsigned char, raw);
+  unsigned char* const smem = raw + (kAlign - dev::shared_address(raw) % kAlign) % kAlign;
+  const std::uint32_t smem_address = dev::shared_address(smem);
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int warpgroup = static_cast<int>(warp / 4), warp_in_group = static_cast<int>(warp % 4);
+  const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kTile;
+  const std::int64_t n0 = (blockIdx.x % p.n_tiles) * kTile;
+  const std::int64_t stages = (p.K + kStageK - 1) / kStageK;
+  const auto slot = [&](std::int64_t t) { return smem + t % kSlots * 2 * kOperand; };
+  for (std::int64_t b = blockIdx.y; b < p.batch; b += gridDim.y) {
+    const float* a = p.a + b * p.stride_a;
+    const float* bm = p.b + b * p.stride_b;
+    V7Stager<P, AX, Vec> a_stage;
+    V7Stager<P, BX, Vec> b_stage;
+    float acc[kAccumulators];
+    CK_UNROLL
+    for (int i = 0; i < kAccumulators; ++i) acc[i] = 0.0f;
+    dev::wgmma_fence_operands<kAccumulators>(acc);
+    for (std::int64_t t = 0; t < 2 && t < stages; ++t) {
+      a_stage.load(a, p.lda, m0, p.M, t * kStageK, p.K);
+      b_stage.load(bm, p.ldb, n0, p.N, t * kStageK, p.K);
+      if (t == 0) {
+        a_stage.store(slot(0));
+        b_stage.store(slot(0) + kOperand);
+      }
+    }
+    dev::fence_proxy_async();
+    __syncthreads();
+    for (std::int64_t t = 0; t < stages; ++t) {
+      const std::uint32_t at = smem_address + static_cast<std::uint32_t>(slot(t) - smem);
+      const std::uint32_t a_rows = at + static_cast<std::uint32_t>(warpgroup * 64 * kRowBytes<P>);
+      dev::wgmma_fence();
+      CK_UNROLL
+      for (int j = 0; j < kSlices; ++j) {
+        if constexpr (P == TensorCorePrecision::tf32) {
+          dev::wgmma_m64n128k8_tf32(acc, v7_descriptor<P>(a_rows, j), v7_descriptor<P>(at + kOperand, j), true);
+        } else {
+          dev::wgmma_m64n128k16_bf16(acc, v7_descriptor<P>(a_rows, j), v7_descriptor<P>(at + kOperand, j), true);
+        }
+      }
+      dev::wgmma_commit();
+      dev::wgmma_wait<1>();  // this warpgroup's wgmma of t - 1 are done
+      __syncthreads();       // ... and every warpgroup's: the other stage is free
+      if (t + 1 < stages) {
+        a_stage.store(slot(t + 1));
+        b_stage.store(slot(t + 1) + kOperand);
+        dev::fence_proxy_async();
+      }
+      if (t + 2 < stages) {
+        a_stage.load(a, p.lda, m0, p.M, (t + 2) * kStageK, p.K);
+        b_stage.load(bm, p.ldb, n0, p.N, (t + 2) * kStageK, p.K);
+      }
+      __syncthreads();  // stage t + 1 is whole
+    }
+    dev::wgmma_wait<0>();
+    dev::wgmma_fence_operands<kAccumulators>(acc);
+    __syncthreads();  // every warpgroup is done with the stages before the next batch refills them
+    float* c = p.c + b * p.stride_c;
+    const std::int64_t row0 = m0 + warpgroup * 64 + warp_in_group * 16;
+    CK_UNROLL
+    for (int j = 0; j < kTile / 8; ++j) store_fragment(p, c, row0, n0 + j * 8, lane, acc + 4 * j);
+  }
+}
+
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 constexpr std::int64_t kMaxGridY = 65535;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
-constexpr int kVersions = 6;
-constexpr int kWideTilesVersion = 3, kAsyncPipelineVersion = 4, kWgmmaVersion = 6;
-static_assert(kWgmmaVersion == kVersions, "launch_with's last branch runs the last version");
+constexpr int kVersions = 7;
+constexpr int kWideTilesVersion = 3, kAsyncPipelineVersion = 4, kWgmmaVersion = 6, kWgmmaStagedVersion = 7;
+static_assert(kWgmmaStagedVersion == kVersions, "launch_with's last branch runs the last version");
 
 std::int64_t tile_m(int version) { return version == 1 ? kV1TileM : version == 2 ? v2::kTile : v3::kTile; }
 std::int64_t tile_n(int version) { return version == 1 ? kV1TileN : version == 2 ? v2::kTile : v3::kTile; }
-static_assert(v3::kTile == v4::kTile && v4::kTile == v6::kTile, "v3, v4 and v6 share a tile size");
+static_assert(v3::kTile == v4::kTile && v4::kTile == v6::kTile && v6::kTile == v7::kTile,
+              "v3, v4, v6 and v7 share a tile size");
 
 template <TensorCorePrecision P>
 void launch_with(const GemmArgs& g, int version) {
@@ -946,6 +1169,14 @@ void launch_with(const GemmArgs& g, int version) {
       launch(gemm_tc_v2_warp_tiled<P, TA, TB>, grid, dim3(v2::kThreads), 0, nullptr, ops);
     } else if (version == 3) {
       launch(gemm_tc_v3_wide_tiles<P, TA, TB>, grid, dim3(v3::kThreads), 0, nullptr, ops, vec);
+    } else if (version == kWgmmaStagedVersion) {
+      constexpr std::size_t bytes = v7::kSharedBytes<P>;
+      const auto run = [&](auto kernel) {
+        allow_dynamic_shared(kernel, bytes);
+        launch(kernel, grid, dim3(v7::kThreads), bytes, nullptr, ops);
+      };
+      if (vec) run(gemm_tc_v7_wgmma_staged<P, TA, TB, true>);
+      else run(gemm_tc_v7_wgmma_staged<P, TA, TB, false>);
     } else if (version == kWgmmaVersion) {
       if constexpr (P == TensorCorePrecision::tf32 && !TA && TB) {
         const auto run = [&](auto kernel) {
@@ -994,7 +1225,10 @@ void register_gemm_tensor_core_family() {
          "v5 rounded stages: v4 with tf32 stages rounded once as they land (fragment reads without conversion) "
          "and whole-or-nothing 16-byte copies (the ignore-src predicate) where M, N and K are multiples of 4\n"
          "v6 wgmma: 128x128 block tile of two warpgroups, each one m64n128k8 wgmma per 8 of k from 128-byte "
-         "swizzled cp.async stages; tf32 with A and B k-contiguous (C = A B^T), on sm_90a and sim"});
+         "swizzled cp.async stages; tf32 with A and B k-contiguous (C = A B^T), on sm_90a and sim\n"
+         "v7 wgmma staged: v6's tile and products, stages loaded into registers, converted (tf32 or bf16) and "
+         "stored K-major (transposed where an operand is not k-contiguous), one stage in registers and two in "
+         "shared memory; every transpose pair, on sm_90a and sim"});
     return true;
   }();
   (void)registered;
@@ -1012,7 +1246,14 @@ std::string gemm_tensor_core_cannot_implement(TensorCorePrecision precision, DTy
   if (!why.empty() || g.M == 0 || g.N == 0 || g.batch == 0) return why;
   if (ceil_div(g.M, tile_m(version)) * ceil_div(g.N, tile_n(version)) > kMaxGridX)
     return detail::concat("C of ", g.M, " x ", g.N, " has more tiles than a grid holds (", kMaxGridX, ")");
-  if (version == kWgmmaVersion) {
+  if (version == kWgmmaStagedVersion) {
+    if (!device_runs_wgmma())
+      return "version 7 runs wgmma, which needs a compute capability 9.0 GPU and a build for sm_90a "
+             "(CMAKE_CUDA_ARCHITECTURES with 90a)";
+    if (v7::kSharedBytes<TensorCorePrecision::tf32> > max_dynamic_shared_bytes())
+      return detail::concat("version 7 needs ", v7::kSharedBytes<TensorCorePrecision::tf32>,
+                            " bytes of shared memory per block; this device offers ", max_dynamic_shared_bytes());
+  } else if (version == kWgmmaVersion) {
     if (precision != TensorCorePrecision::tf32)
       return "version 6 multiplies tf32 only (bf16 wgmma would need bf16 stages; cp.async copies float32)";
     if (g.trans_a || !g.trans_b)

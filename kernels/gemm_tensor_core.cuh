@@ -9,7 +9,7 @@
 // it (allow_tf32), and it has float32 only. Keeping it apart keeps
 // CONVKIT_KERNEL_GEMM=<v> meaning "this strict-precision kernel".
 //
-// The family "gemm_tensor_core" has six versions:
+// The family "gemm_tensor_core" has seven versions:
 //   1 one warp per 16x8 tile of C, fragments straight from global memory
 //   2 64x64 block tile, 4 warps of 32x32, shared-memory staging with a
 //     register-staged double buffer
@@ -21,6 +21,8 @@
 //     copies: 0.91x v4 in tf32, 1.02-1.06x in bf16 on the H200
 //   6 wgmma (sm_90a): two warpgroups per 128x128 tile, m64n128k8 from
 //     128-byte swizzled stages; tf32, C = A B^T only; not yet run on a GPU
+//   7 wgmma from register-staged stages, converted and stored K-major: every
+//     transpose pair, tf32 and bf16; not yet run on a GPU
 #include <string>
 
 #include "kernels/gemm.cuh"

@@ -13,6 +13,9 @@
 //   dev::wgmma_m64n128k8_tf32(d, desc_a, desc_b, accumulate)
 //       wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32: d (64 floats
 //       per thread) = A (64x8, K-major) * B (8x128, K-major) + (accumulate ? d : 0)
+//   dev::wgmma_m64n128k16_bf16(d, desc_a, desc_b, accumulate)
+//       wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16, both operands
+//       K-major (no transpose): the same with A 64x16 and B 16x128 in bf16
 //   dev::wgmma_commit()           wgmma.commit_group.sync.aligned
 //   dev::wgmma_wait<N>()          wgmma.wait_group.sync.aligned N
 //   dev::wgmma_fence_operands<N>(d)  no instruction: keeps the compiler from
@@ -77,6 +80,12 @@ __device__ __forceinline__ void wgmma_m64n128k8_tf32(float* d, std::uint64_t des
   const ::convkit::sim::WgmmaLane lane{d, desc_a, desc_b, 128, ::convkit::sim::WgmmaType::tf32, accumulate};
   ::convkit::sim::detail::wgmma_issue(lane, file, line);
 }
+__device__ __forceinline__ void wgmma_m64n128k16_bf16(float* d, std::uint64_t desc_a, std::uint64_t desc_b,
+                                                      bool accumulate, const char* file = __builtin_FILE(),
+                                                      int line = __builtin_LINE()) {
+  const ::convkit::sim::WgmmaLane lane{d, desc_a, desc_b, 128, ::convkit::sim::WgmmaType::bf16, accumulate};
+  ::convkit::sim::detail::wgmma_issue(lane, file, line);
+}
 
 #else
 
@@ -129,6 +138,32 @@ __device__ __forceinline__ void wgmma_m64n128k8_tf32(float* d, std::uint64_t des
       "setp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)));
+#else
+  (void)d, (void)desc_a, (void)desc_b, (void)accumulate;
+  __trap();
+#endif
+}
+
+__device__ __forceinline__ void wgmma_m64n128k16_bf16(float* d, std::uint64_t desc_a, std::uint64_t desc_b,
+                                                      bool accumulate) {
+#if defined(CK_WGMMA_PTX)
+  // The last two immediates: A and B not transposed (K-major).
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n"
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),

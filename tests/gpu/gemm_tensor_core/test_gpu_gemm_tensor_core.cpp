@@ -251,7 +251,7 @@ TEST(GpuGemmTensorCore, RefusesBadInputWithAReason) {
     return kernels::gemm_tensor_core_cannot_implement(TensorCorePrecision::tf32, dtype, g, version);
   };
   EXPECT_NE(why(DType::float64, 2).find("float32"), std::string::npos);
-  EXPECT_NE(why(DType::float32, 7).find("versions 1..6"), std::string::npos);
+  EXPECT_NE(why(DType::float32, 8).find("versions 1..7"), std::string::npos);
   EXPECT_NE(why(DType::float32, 2).find("null"), std::string::npos);
   try {
     kernels::launch_gemm_tensor_core(TensorCorePrecision::tf32, DType::float64, g, 2);
@@ -292,6 +292,37 @@ TEST(GpuGemmTensorCore, V6WgmmaAgreesWithV1WhereBothOperandsAreKContiguous) {
   Case k0;  // K = 0: C = beta * C
   k0.M = 5, k0.N = 6, k0.K = 0, k0.beta = 0.5, k0.trans_b = true;
   expect_close(k0, run(k0, 6));
+}
+
+// v7 (wgmma from register-staged stages) in every layout and both
+// precisions: v1's bits, on ragged sizes that cut its tiles and stages, with
+// 16-byte loads (leading dims multiples of 4) and without (pad 1), and on a
+// batch with a broadcast B, alpha and beta.
+TEST(GpuGemmTensorCore, V7WgmmaStagedAgreesWithV1InEveryLayout) {
+#if defined(__CUDACC__)
+  if (!device_runs_wgmma()) GTEST_SKIP() << "this GPU or build has no wgmma (sm_90a)";
+#endif
+  const std::int64_t shapes[][3] = {{1, 1, 1}, {7, 9, 5}, {33, 17, 40}, {128, 128, 64}, {130, 257, 100}};
+  for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16})
+    for (int t = 0; t < 4; ++t)
+      for (const auto& s : shapes)
+        for (std::int64_t pad : {0, 1}) {
+          Case c;
+          c.precision = p, c.M = s[0], c.N = s[1], c.K = s[2], c.trans_a = t & 1, c.trans_b = t & 2;
+          c.pad = pad == 0 ? (4 - (c.trans_a ? c.M : c.K) % 4) % 4 : 1;
+          const Result v1 = run(c, 1, 3);
+          const Result r = run(c, 7, 3);
+          expect_close(c, r);
+          ASSERT_EQ(v1.c, r.c) << c.str() << " v7";
+        }
+  for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16}) {
+    Case batched;
+    batched.precision = p, batched.M = 40, batched.N = 136, batched.K = 70, batched.batch = 3;
+    batched.broadcast_b = true, batched.pad = 2, batched.trans_a = true, batched.alpha = -0.5, batched.beta = 2;
+    const Result v1 = run(batched, 1, 9), r = run(batched, 7, 9);
+    expect_close(batched, r);
+    ASSERT_EQ(v1.c, r.c) << batched.str() << " v7";
+  }
 }
 
 TEST(GpuGemmTensorCore, V6RefusesWhatWgmmaCannotRunWithAReason) {
@@ -424,6 +455,37 @@ TEST(GpuGemmTensorCore, TheSimProfileSeesV6CopiesAndRoundingConflictFree) {
   EXPECT_EQ(v6.shared_load.conflict_wavefronts, 0u);
   EXPECT_EQ(v6.shared_store.conflict_wavefronts, 0u);
   EXPECT_EQ(v6.global_load.sectors * 32, v6.global_load.bytes);
+}
+
+// v7 stores what it loads into its stages K-major, transposing an
+// x-contiguous operand, with the store order rotated per lane (its head):
+// in every layout and both precisions, its stores are free of bank
+// conflicts, and its 16-byte loads use every byte they fetch.
+TEST(GpuGemmTensorCore, TheSimProfileSeesV7StoresConflictFreeInEveryLayout) {
+  if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16})
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      const std::string what = detail::concat("v7 ", kernels::precision_name(p), ta ? " At" : "", tb ? " Bt" : "");
+      const convkit::sim::ScopedProfile profile;
+      constexpr std::int64_t n = 128, k = 64;
+      Tensor a = Tensor::empty({n * k}, kernel_options(DType::float32)).fill_(1);
+      Tensor b = Tensor::empty({k * n}, kernel_options(DType::float32)).fill_(1);
+      Tensor c = Tensor::empty({n * n}, kernel_options(DType::float32));
+      GemmArgs g;
+      g.M = g.N = n, g.K = k, g.trans_a = ta, g.trans_b = tb;
+      g.a = a.data<float>(), g.b = b.data<float>(), g.c = c.data<float>();
+      g.lda = ta ? n : k, g.ldb = tb ? k : n, g.ldc = n;
+      kernels::launch_gemm_tensor_core(p, DType::float32, g, 7);
+      EXPECT_EQ(c.to_vector<float>()[0], static_cast<float>(k)) << what;
+      convkit::sim::KernelProfile v7;
+      for (const convkit::sim::KernelProfile& kp : convkit::sim::take_profile()) v7 += kp;
+      EXPECT_EQ(p == TensorCorePrecision::tf32 ? v7.tf32_fmas : v7.bf16_fmas, 128u * 128 * 64) << what;
+      EXPECT_GT(v7.shared_store.requests, 0u) << what;
+      EXPECT_EQ(v7.shared_store.conflict_wavefronts, 0u) << what;
+      EXPECT_EQ(v7.shared_load.conflict_wavefronts, 0u) << what;
+      EXPECT_EQ(v7.global_load.sectors * 32, v7.global_load.bytes) << what;
+    }
 }
 #endif
 
