@@ -157,13 +157,15 @@ const VersionRow kTensorCoreVersions[] = {
     {3, "v3_wide_tiles", "tensor-core v3, 128x128 block, 8 warps of 64x32, 16-word stages, 16-byte staging"},
     {4, "v4_async_pipeline", "tensor-core v4, 128x128 block, 4 warps of 64x64, 3-stage cp.async pipeline"},
     {5, "v5_rounded_stages", "tensor-core v5, v4 with tf32 stages rounded as they land and whole-chunk copies"},
+    {7, "v7_wgmma_staged", "tensor-core v7, wgmma m64n128 from register-staged K-major stages, 1 block of 2 warpgroups"},
 };
 
-// C = A B^T in tf32, the layout tensor-core v6 (wgmma) takes, beside v4, the
-// default, and cuBLAS in the same layout.
+// C = A B^T in tf32, the layout tensor-core v6 (wgmma) takes, beside v4 (the
+// default) and v7, and cuBLAS in the same layout.
 const VersionRow kTensorCoreBtVersions[] = {
     {4, "v4_async_pipeline", "tensor-core v4, B transposed"},
     {6, "v6_wgmma", "tensor-core v6, wgmma m64n128k8 from 128-byte swizzled stages, B transposed"},
+    {7, "v7_wgmma_staged", "tensor-core v7, wgmma from register-staged stages, B transposed"},
 };
 
 }  // namespace
