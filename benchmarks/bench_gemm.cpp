@@ -214,16 +214,16 @@ int main(int argc, char** argv) {
                                    [cuda, p](benchmark::State& s) { run_cublas(s, cuda, p); })
           ->Apply(sizes);
     }
-    const Float32Precision tf32 = Float32Precision::high;
     for (const auto& v : kTensorCoreBtVersions) {
       benchmark::RegisterBenchmark((std::string("BM_GpuGemmTensorCore/tf32/bt/") + v.name).c_str(),
-                                   [v, cuda, tf32](benchmark::State& s) {
-                                     run_gpu_gemm(s, cuda, "gemm_tensor_core", v.version, tf32, v.label, true);
+                                   [v, cuda](benchmark::State& s) {
+                                     run_gpu_gemm(s, cuda, "gemm_tensor_core", v.version, Float32Precision::high,
+                                                  v.label, true);
                                    })
           ->Apply(sizes);
     }
-    benchmark::RegisterBenchmark("BM_Cublas/tf32/bt", [cuda, tf32](benchmark::State& s) {
-      run_cublas(s, cuda, tf32, true);
+    benchmark::RegisterBenchmark("BM_Cublas/tf32/bt", [cuda](benchmark::State& s) {
+      run_cublas(s, cuda, Float32Precision::high, true);
     })->Apply(sizes);
   } else {
     std::fprintf(stderr, "bench_gemm: GPU cases %s\n", gpu_status.c_str());
