@@ -17,8 +17,8 @@
 // Failures (deadlock, divergent barrier, an exception escaping a kernel
 // thread, a misused built-in) end the block: control returns to the OS thread,
 // parked fibers are restarted empty, and run_block throws convkit::Error.
-#include <cstddef>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -77,10 +77,12 @@ struct ThreadSlot {
 };
 
 // One issued wgmma: the warpgroup-uniform operands (lane 0's WgmmaLane, its
-// `d` unused) and every lane's accumulators.
+// `d` unused), every lane's accumulators, and the bits of the warp's share of
+// A and B at the issue (wgmma.cpp checks they still hold at the wait).
 struct PendingWgmma {
   WgmmaLane op;
   std::array<float*, 32> d{};
+  std::vector<std::uint32_t> operands;
   std::uint32_t group = 0;
   SourceSite site;
 };

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstring>
 #include <ios>
+#include <utility>
+#include <vector>
 
 #include "convkit/core/error.h"
 #include "convkit/sim/mma.h"
@@ -44,51 +46,73 @@ BlockScheduler& running_block(const char* builtin, const char* file, int line) {
   return *scheduler;
 }
 
-// Element (x, k) of a K-major operand as the tensor core reads it.
-struct OperandReader {
-  const unsigned char* smem;
-  std::size_t bytes;
-  WgmmaDescriptor d;
-  WgmmaType type;
-  const char* which;  // "A" or "B"
-  const PendingWgmma& w;
-
-  double operator()(int x, int k) const {
-    const int size = type == WgmmaType::tf32 ? 4 : 2;
-    const std::uint32_t at = wgmma_kmajor_address(d, x, k * size);
-    CK_CHECK(at + static_cast<std::uint32_t>(size) <= bytes, "wgmma.mma_async issued at ", w.site.file, ":",
-             w.site.line, ": ", which, "(", x, ", k ", k, ") is at shared byte ", at,
-             ", past the block's dynamic shared memory (", bytes, " bytes)");
-    if (type == WgmmaType::tf32) {
-      std::uint32_t bits;
-      std::memcpy(&bits, smem + at, 4);
-      return tf32_operand(bits);
-    }
-    std::uint16_t half;
-    std::memcpy(&half, smem + at, 2);
-    return bf16_to_float(half);
-  }
-};
-
-void check_descriptor(const WgmmaDescriptor& d, const char* which, const PendingWgmma& w) {
-  CK_CHECK(d.base_offset == 0, "wgmma.mma_async issued at ", w.site.file, ":", w.site.line, ": descriptor ", which,
+void check_descriptor(const WgmmaDescriptor& d, const char* which, const SourceSite& site) {
+  CK_CHECK(d.base_offset == 0, "wgmma.mma_async issued at ", site.file, ":", site.line, ": descriptor ", which,
            " has base offset ", d.base_offset, ", which sim does not emulate: start swizzled tiles at a multiple of "
            "1024 bytes");
 }
 
-// Performs one wgmma for warp `warp_in_group` (0..3) of its warpgroup.
+// Where one warp's share of a wgmma lies in shared memory: its 16 rows of A
+// (rows 16w..16w+15 of the warpgroup's 64) and all N rows of B, K elements
+// each, A's first. The bits there are the operands.
+struct OperandPlaces {
+  std::vector<std::uint32_t> address;  // per element
+  int element_bytes = 4, K = 8;
+
+  OperandPlaces(const WgmmaLane& op, unsigned warp_in_group, std::size_t shared_bytes, const SourceSite& site) {
+    const WgmmaDescriptor da = decode_wgmma_descriptor(op.desc_a), db = decode_wgmma_descriptor(op.desc_b);
+    check_descriptor(da, "A", site);
+    check_descriptor(db, "B", site);
+    element_bytes = op.type == WgmmaType::tf32 ? 4 : 2;
+    K = op.type == WgmmaType::tf32 ? 8 : 16;
+    address.reserve(static_cast<std::size_t>((16 + op.n) * K));
+    const auto add = [&](const WgmmaDescriptor& d, const char* which, int x) {
+      for (int k = 0; k < K; ++k) {
+        const std::uint32_t at = wgmma_kmajor_address(d, x, k * element_bytes);
+        CK_CHECK(at + static_cast<std::uint32_t>(element_bytes) <= shared_bytes, "wgmma.mma_async issued at ",
+                 site.file, ":", site.line, ": ", which, "(", x, ", k ", k, ") is at shared byte ", at,
+                 ", past the block's dynamic shared memory (", shared_bytes, " bytes)");
+        address.push_back(at);
+      }
+    };
+    for (int r = 0; r < 16; ++r) add(da, "A", 16 * static_cast<int>(warp_in_group) + r);
+    for (int n = 0; n < op.n; ++n) add(db, "B", n);
+  }
+
+  std::vector<std::uint32_t> read(const unsigned char* smem) const {
+    std::vector<std::uint32_t> bits(address.size(), 0);
+    for (std::size_t i = 0; i < address.size(); ++i) std::memcpy(&bits[i], smem + address[i], element_bytes);
+    return bits;
+  }
+};
+
+// The operand's value as the tensor core reads it.
+double operand_value(WgmmaType type, std::uint32_t bits) {
+  return type == WgmmaType::tf32 ? tf32_operand(bits) : bf16_to_float(static_cast<std::uint16_t>(bits));
+}
+
+// Performs one wgmma for warp `warp_in_group` (0..3) of its warpgroup. Its
+// operands must hold the bits they held at the issue: shared memory that
+// changes in between was either not yet published when the wgmma was issued
+// (a missing barrier) or refilled before the wait that retires it, and on a
+// GPU the product would read either.
 void perform(const PendingWgmma& w, unsigned warp_in_group, const unsigned char* smem, std::size_t bytes) {
-  const WgmmaDescriptor da = decode_wgmma_descriptor(w.op.desc_a), db = decode_wgmma_descriptor(w.op.desc_b);
-  check_descriptor(da, "A", w);
-  check_descriptor(db, "B", w);
-  const OperandReader a{smem, bytes, da, w.op.type, "A", w}, b{smem, bytes, db, w.op.type, "B", w};
-  const int K = w.op.type == WgmmaType::tf32 ? 8 : 16, N = w.op.n;
-  const int row0 = 16 * static_cast<int>(warp_in_group);
-  double av[16][16], bv[256][16];
-  for (int r = 0; r < 16; ++r)
-    for (int k = 0; k < K; ++k) av[r][k] = a(row0 + r, k);
-  for (int n = 0; n < N; ++n)
-    for (int k = 0; k < K; ++k) bv[n][k] = b(n, k);
+  const OperandPlaces places(w.op, warp_in_group, bytes, w.site);
+  const std::vector<std::uint32_t> bits = places.read(smem);
+  CK_CHECK(bits.size() == w.operands.size(), "wgmma: the operands read at the issue were lost");
+  for (std::size_t i = 0; i < bits.size(); ++i) {
+    if (bits[i] == w.operands[i]) continue;
+    const std::size_t a_elements = static_cast<std::size_t>(16 * places.K);
+    const bool in_a = i < a_elements;
+    const std::size_t e = in_a ? i : i - a_elements;
+    CK_FAIL("wgmma.mma_async issued at ", w.site.file, ":", w.site.line, ": ", in_a ? "A" : "B", "(",
+            e / static_cast<std::size_t>(places.K) + (in_a ? 16 * warp_in_group : 0), ", k ",
+            e % static_cast<std::size_t>(places.K), ") at shared byte ", places.address[i],
+            " changed between the issue and the wgmma.wait_group that retired it: the stage was written before "
+            "a barrier published it, or refilled before this wait");
+  }
+  const int K = places.K, N = w.op.n;
+  const auto value = [&](std::size_t i) { return operand_value(w.op.type, bits[i]); };
   for (unsigned lane = 0; lane < 32; ++lane) {
     const int g = static_cast<int>(lane / 4), q = static_cast<int>(lane % 4);
     float* d = w.d[lane];
@@ -96,7 +120,8 @@ void perform(const PendingWgmma& w, unsigned warp_in_group, const unsigned char*
       for (int i = 0; i < 4; ++i) {
         const int r = g + (i >= 2 ? 8 : 0), n = 8 * j + 2 * q + (i & 1);
         double acc = w.op.scale_d ? d[4 * j + i] : 0.0;
-        for (int k = 0; k < K; ++k) acc += av[r][k] * bv[n][k];
+        for (int k = 0; k < K; ++k)
+          acc += value(static_cast<std::size_t>(r * K + k)) * value(static_cast<std::size_t>((16 + n) * K + k));
         d[4 * j + i] = static_cast<float>(acc);
       }
     }
@@ -136,7 +161,16 @@ void BlockScheduler::wgmma_complete(WarpOpKind kind, unsigned warp_index, Thread
       CK_CHECK(w.op.n >= 8 && w.op.n <= 256 && w.op.n % 8 == 0, "wgmma.mma_async at ", site.file, ":", site.line,
                ": N = ", w.op.n, " (m64nNk", w.op.type == WgmmaType::tf32 ? 8 : 16, ".", type_name(w.op.type),
                " takes N from 8 to 256 in steps of 8)");
-      warp.wgmma_pending.push_back(w);
+      const OperandPlaces places(w.op, warp_index % 4, launch_.dynamic_shared_bytes, site);
+      const auto* smem = static_cast<const unsigned char*>(dynamic_shared_data_);
+      // The checks see the reads as the running lane's (the profile counts
+      // them its own way, at the wait).
+      if (!checker_.profiler().active())
+        for (const std::uint32_t at : places.address)
+          check_access(reinterpret_cast<std::uintptr_t>(smem + at), static_cast<std::size_t>(places.element_bytes),
+                       AccessKind::read, w.op.pc);
+      w.operands = places.read(smem);
+      warp.wgmma_pending.push_back(std::move(w));
       break;
     }
     case WarpOpKind::wgmma_commit: ++warp.wgmma_committed; break;
@@ -159,7 +193,8 @@ void BlockScheduler::wgmma_complete(WarpOpKind kind, unsigned warp_index, Thread
             checker_.profiler().add_async_shared_load(16 * 32 + static_cast<std::uint64_t>(w.op.n) * 32 / 4);
           }
         } else {
-          warp.wgmma_pending[kept++] = warp.wgmma_pending[i];
+          if (kept != i) warp.wgmma_pending[kept] = std::move(warp.wgmma_pending[i]);  // never onto itself
+          ++kept;
         }
       }
       warp.wgmma_pending.resize(kept);
@@ -176,8 +211,10 @@ void wgmma_fence(const char* file, int line) {
 
 void wgmma_issue(const WgmmaLane& lane, const char* file, int line) {
   running_block("wgmma.mma_async", file, line);
-  warp_op(WarpOpKind::wgmma, 0xffffffffu, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&lane)), 0, 32,
-          file, line);
+  WgmmaLane with_site = lane;
+  with_site.pc = __builtin_return_address(0);
+  warp_op(WarpOpKind::wgmma, 0xffffffffu, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&with_site)),
+          0, 32, file, line);
 }
 
 void wgmma_commit(const char* file, int line) {

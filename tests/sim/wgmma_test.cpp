@@ -2,7 +2,8 @@
 // K-major shared-memory layouts (written here in CuTe's swizzle form and from
 // the ISA's own examples, independently of src/sim/wgmma.cpp), the
 // accumulator layout (CUTLASS's CLayout_64xN), the products against float64,
-// tf32 truncation, and when the work happens: at the wait that retires it.
+// tf32 truncation, and when the work happens: at the wait that retires it,
+// on operands that must not change in between.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "convkit/core/error.h"
+#include "convkit/sim/check.h"
 #include "convkit/sim/mma.h"
 #include "convkit/sim/wgmma.h"
 #include "kernels/test_kernels.h"
@@ -199,15 +201,30 @@ TEST(SimWgmma, Tf32OperandsAreTruncatedTo19Bits) {
 
 TEST(SimWgmma, ProductsArePerformedAtTheWaitThatRetiresThem) {
   Problem p = make_problem(false, 128, dev::WgmmaSwizzle::bytes128, 0, 0, 64 * 128, 16, 1024, (64 + 128) * 128, 5);
-  // Operands zeroed between the issue and the wait: the product reads zeros.
+  // Operands changed between the issue and the wait: a GPU may read either,
+  // so it is an error that names the element.
   p.call.mode = WgmmaMode::zero_after_issue;
-  EXPECT_EQ(run(p), p.C);
+  const std::string why = sim_test::error_message([&] { run(p); });
+  EXPECT_NE(why.find("changed between the issue and the wgmma.wait_group"), std::string::npos) << why;
+  EXPECT_NE(why.find("A(0, k 0)"), std::string::npos) << why;
   // Two groups: wait_group 1 retires the first only.
   p.call.mode = WgmmaMode::two_groups;
   std::vector<float> second;
   const std::vector<float> first = run(p, &second);
   EXPECT_EQ(first, reference(p, true, 1));
   EXPECT_EQ(second, reference(p, true, 2));
+}
+
+// The issue's operand reads are the issuing lane's reads to the checks: read
+// without a barrier after other warps wrote them is a race, in any thread
+// order (sim's orders all let the writers run first here).
+TEST(SimWgmma, RacecheckSeesOperandsReadWithoutABarrier) {
+  if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  Problem p = make_problem(false, 8, dev::WgmmaSwizzle::bytes128, 0, 0, 64 * 128, 16, 1024, (64 + 8) * 128, 2);
+  p.call.mode = WgmmaMode::no_barrier;
+  const sim::ScopedChecks checks(sim::Checks::parse("racecheck"));
+  const std::string why = sim_test::error_message([&] { run(p); });
+  EXPECT_NE(why.find("read-after-write hazard"), std::string::npos) << why;
 }
 
 TEST(SimWgmma, MisuseIsAnErrorThatSaysWhat) {

@@ -19,23 +19,29 @@
 //     S + (x / 8) * SBO + (kb / 16) * LBO + (x % 8) * 16 + kb % 16
 //   128/64/32-byte swizzle (W = 128, 64, 32): rows W bytes apart in atoms of
 //     8 rows; S + (x / 8) * SBO + (x % 8) * W + kb, then the address's 16-byte
-//     unit (bits 4..6) is XORed with bits 7..9, masked to W / 16 units: the
-//     swizzle works on the shared-memory address itself, so an atom must
-//     start at a multiple of 8 * W bytes... of 1024 for every mode, as the
-//     PTX ISA asks (the descriptor's base offset, which relaxes that, is not
-//     emulated). LBO is not used.
+//     unit (bits 4..6) is XORed with bits 7..9, masked to W / 16 units (the
+//     128-byte swizzle XORs 3 bits, 64 bytes 2, 32 bytes 1). The swizzle
+//     works on the shared-memory address itself, so an atom starts at a
+//     multiple of 8 * W bytes; the descriptor's base offset, which relaxes
+//     that, is not emulated (an error when set). LBO is not used.
 // MN-major operands (the transposes bf16 allows) are not emulated: the
 // kernels here stage k-contiguous tiles. The layout functions are tested
 // against tables written from the PTX ISA (tests/sim/wgmma_test.cpp).
 //
 // Asynchrony. A wgmma is issued into the warp's open group;
 // wgmma.commit_group closes it; wgmma.wait_group N returns when at most the
-// N newest committed groups are pending. sim performs a group's products at
-// the wait that retires it, never earlier: its shared memory is read, and
-// its accumulators read and written, then. So a kernel that overwrites a
-// stage, or touches the accumulators, between the issue and the wait gets a
-// wrong answer here, as it may on a GPU. Groups never waited for are an
-// error when the warp exits.
+// N newest committed groups are pending. A GPU may read the operands at any
+// moment in between, so sim reads the warp's share of them twice, at the
+// issue and at the wait that retires the group, and requires the same bits:
+// a stage written before a barrier published it, or refilled before the
+// wait, is an error naming the element and the issue's line. The products
+// are performed at the wait, never earlier: the accumulators are read and
+// written then, so a kernel that touches them between the issue and the wait
+// gets a wrong answer, as it may on a GPU. Groups never waited for are an
+// error when the warp exits. Under the sim checks (check.h) the issue's
+// reads are reported as reads of the issuing lane: racecheck then sees a
+// stage read by wgmma without a barrier after other threads wrote it, in any
+// thread order, and initcheck a stage never written.
 //
 // Arithmetic: as mma.sync's (convkit/sim/mma.h): a tf32 operand is the f32
 // word with its low 13 bits dropped, products are exact, each instruction's
@@ -76,6 +82,7 @@ struct WgmmaLane {
   int n;  // 8..256, a multiple of 8
   WgmmaType type;
   bool scale_d;
+  const void* pc = nullptr;  // the kernel's call site, for the checks' reports (set by wgmma_issue)
 };
 
 namespace detail {

@@ -179,10 +179,11 @@ void mma(MmaKind kind, unsigned warps, const MmaRegisters* in, float* d, int exi
 // the issue and the wait:
 enum class WgmmaMode {
   plain,             // commit, wait_group 0
-  zero_after_issue,  // every thread zeroes the image (and a barrier) before the wait
+  zero_after_issue,  // every thread zeroes the image (and a barrier) before the wait: an error
   two_groups,        // a second wgmma in a second group; d gets the accumulators
                      // after wait_group 1, d2 after wait_group 0
   no_wait,           // commit and exit: an error
+  no_barrier,        // no barrier between the image's copy and the wgmma: a race
 };
 struct WgmmaCall {
   const unsigned char* image = nullptr;

@@ -23,7 +23,7 @@ __global__ void wgmma_kernel(WgmmaCall call, const float* c, float* d, float* d2
   CK_DYNAMIC_SHARED(unsigned char, smem);
   const unsigned t = threadIdx.x;
   for (unsigned i = t; i < call.image_bytes; i += blockDim.x) smem[call.offset + i] = call.image[i];
-  __syncthreads();
+  if (call.mode != WgmmaMode::no_barrier) __syncthreads();
   const int count = call.n / 2;
   float acc[kMaxAccumulators];
   for (int i = 0; i < count; ++i) acc[i] = c[t * count + i];
