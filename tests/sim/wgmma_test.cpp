@@ -236,9 +236,9 @@ TEST(SimWgmma, MisuseIsAnErrorThatSaysWhat) {
   p.call.desc_b = dev::wgmma_descriptor(64 * 128 + 512, 16, 1024, dev::WgmmaSwizzle::bytes128);
   EXPECT_NE(sim_test::error_message([&] { run(p); }).find("past the block's dynamic shared memory"),
             std::string::npos);
-  p.call.desc_b = dev::wgmma_descriptor(64 * 128, 16, 1024, dev::WgmmaSwizzle::bytes128);
-  p.call.n = 12;
-  EXPECT_NE(sim_test::error_message([&] { run(p); }).find("N = 12"), std::string::npos);
+  // N not a multiple of 8.
+  const Problem q = make_problem(false, 12, dev::WgmmaSwizzle::bytes128, 0, 0, 64 * 128, 16, 1024, (64 + 16) * 128, 7);
+  EXPECT_NE(sim_test::error_message([&] { run(q); }).find("N = 12"), std::string::npos);
 }
 
 }  // namespace
