@@ -896,11 +896,13 @@ __global__ void __launch_bounds__(v6::kThreads, 2) gemm_tc_v6_wgmma(TcOperands p
       const std::uint32_t a_rows = smem_address + static_cast<std::uint32_t>(t % kStages * kStageBytes +
                                                                              warpgroup * 64 * kRowBytes);
       const std::uint32_t b_rows = smem_address + static_cast<std::uint32_t>(t % kStages * kStageBytes + kOperandBytes);
+      dev::wgmma_fence_operands<kAccumulators>(acc);
       dev::wgmma_fence();
       CK_UNROLL
       for (int j = 0; j < kStageK / kSliceK; ++j)
         dev::wgmma_m64n128k8_tf32(acc, v6_descriptor(a_rows, j), v6_descriptor(b_rows, j), true);
       dev::wgmma_commit();
+      dev::wgmma_fence_operands<kAccumulators>(acc);
     }
     dev::wgmma_wait<0>();
     dev::wgmma_fence_operands<kAccumulators>(acc);
@@ -1102,6 +1104,7 @@ __global__ void __launch_bounds__(v7::kThreads, 1) gemm_tc_v7_wgmma_staged(TcOpe
     for (std::int64_t t = 0; t < stages; ++t) {
       const std::uint32_t at = smem_address + static_cast<std::uint32_t>(slot(t) - smem);
       const std::uint32_t a_rows = at + static_cast<std::uint32_t>(warpgroup * 64 * kRowBytes<P>);
+      dev::wgmma_fence_operands<kAccumulators>(acc);
       dev::wgmma_fence();
       CK_UNROLL
       for (int j = 0; j < kSlices; ++j) {
@@ -1112,6 +1115,7 @@ __global__ void __launch_bounds__(v7::kThreads, 1) gemm_tc_v7_wgmma_staged(TcOpe
         }
       }
       dev::wgmma_commit();
+      dev::wgmma_fence_operands<kAccumulators>(acc);
       dev::wgmma_wait<1>();  // this warpgroup's wgmma of t - 1 are done
       __syncthreads();       // ... and every warpgroup's: the other stage is free
       if (t + 1 < stages) {

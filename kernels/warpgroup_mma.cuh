@@ -19,8 +19,10 @@
 //   dev::wgmma_commit()           wgmma.commit_group.sync.aligned
 //   dev::wgmma_wait<N>()          wgmma.wait_group.sync.aligned N
 //   dev::wgmma_fence_operands<N>(d)  no instruction: keeps the compiler from
-//       moving other uses of the N accumulators across it (after the wait
-//       that retires them, before the code that reads them)
+//       moving other uses of the N accumulators across it; the kernels put it
+//       around each stage's wgmma (before the fence, after the commit) and
+//       between the last wait and the code that reads the accumulators, as
+//       CUTLASS does
 //   dev::fence_proxy_async()      fence.proxy.async.shared::cta: makes this
 //       thread's ordinary shared-memory writes visible to wgmma's operand
 //       reads (the async proxy), before the barrier that publishes them

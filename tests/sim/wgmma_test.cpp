@@ -173,7 +173,8 @@ std::vector<float> reference(const Problem& p, bool scale_d, int times = 1) {
 
 // tf32 in the 128-byte swizzle, as kernels stage it: rows of 128 bytes in
 // 1024-byte atoms, the descriptor 32 bytes into the row (k-slice 1); bf16
-// without swizzle, in 8x16-byte core matrices; every N the kernels may use.
+// without swizzle, in 8x16-byte core matrices, and in the 64-byte swizzle;
+// every N the kernels may use.
 TEST(SimWgmma, ProductsMatchFloat64InTheAccumulatorLayout) {
   for (bool scale_d : {true, false}) {
     for (int n : {8, 128, 256}) {
@@ -185,6 +186,12 @@ TEST(SimWgmma, ProductsMatchFloat64InTheAccumulatorLayout) {
     Problem p = make_problem(true, 64, dev::WgmmaSwizzle::none, 0, 0, 64 * 32, 128, 256, (64 + 64) * 32, 3);
     p.call.scale_d = scale_d;
     EXPECT_EQ(run(p), reference(p, scale_d)) << "bf16 scale_d=" << scale_d;
+    // bf16 as gemm_tensor_core v7 stages it: rows of 64 bytes in the 64-byte
+    // swizzle, 8-row atoms of 512 bytes, the k16 slice 32 bytes into the row.
+    Problem q = make_problem(true, 128, dev::WgmmaSwizzle::bytes64, 1024, 1024 + 32, 1024 + 64 * 64 + 32, 16, 512,
+                             (64 + 128) * 64, 4);
+    q.call.scale_d = scale_d;
+    EXPECT_EQ(run(q), reference(q, scale_d)) << "bf16, 64-byte swizzle, scale_d=" << scale_d;
   }
 }
 
