@@ -52,6 +52,13 @@
 // Shared addresses. A descriptor holds a shared-memory address; under sim
 // that is the byte offset into the block's dynamic shared memory
 // (dev::shared_address), and operands must live there.
+//
+// Not checked here: that wgmma.fence comes before the first product and
+// after other writes of the accumulators (the fence is a warp meeting and no
+// more); that the four warps of a warpgroup issue the same descriptors (each
+// warp is checked on its own); and a kernel's alignment of its stages,
+// since sim's dynamic shared memory starts at shared address 0, where a
+// GPU's may not (the kernels here align by the shared address anyway).
 #include <cstdint>
 
 namespace convkit::sim {
