@@ -782,8 +782,7 @@ constexpr int kStageBytes = 2 * kOperandBytes;            // A, then B
 constexpr int kRowsPerPass = kThreads / (kStageK / 4);    // 32 rows copied per pass of the block
 constexpr int kChunks = kTile / kRowsPerPass;             // 16-byte chunks per thread and operand: 4
 constexpr int kAccumulators = 64 * 128 / 128;             // m64n128 over a warpgroup's 128 threads
-constexpr std::size_t kAlign = 1024;                      // the 128-byte swizzle's atom
-constexpr std::size_t kSharedBytes = kStages * kStageBytes + kAlign;
+constexpr std::size_t kSharedBytes = kStages * kStageBytes + 1024;  // + what wgmma_aligned may skip
 }  // namespace v6
 
 // A thread's share of one operand's copies (k-contiguous: row x of the tile
@@ -849,15 +848,29 @@ __device__ __forceinline__ std::uint64_t v6_descriptor(std::uint32_t rows, int j
                                dev::WgmmaSwizzle::bytes128);
 }
 
+// v6's and v7's dynamic shared memory from its first multiple of 1024 bytes
+// of shared address: the swizzles work on address bits 4..9.
+__device__ __forceinline__ unsigned char* wgmma_aligned(unsigned char* raw) {
+  return raw + (1024 - dev::shared_address(raw) % 1024) % 1024;
+}
+
+// v6's and v7's epilogue: a warpgroup's 64 x 128 of C from its m64n128
+// accumulators, N/8 mma.m16n8 tiles per warp (convkit/sim/wgmma.h).
+__device__ __forceinline__ void store_warpgroup_tile(const TcOperands& p, float* c, std::int64_t m0, std::int64_t n0,
+                                                     const float* acc) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const std::int64_t row0 = m0 + (warp / 4) * 64 + (warp % 4) * 16;
+  CK_UNROLL
+  for (int j = 0; j < 128 / 8; ++j) store_fragment(p, c, row0, n0 + j * 8, lane, acc + 4 * j);
+}
+
 template <ChunkCopy Mode>
 __global__ void __launch_bounds__(v6::kThreads, 2) gemm_tc_v6_wgmma(TcOperands p) {
   using namespace v6;
   CK_DYNAMIC_SHARED(unsigned char, raw);
-  // The swizzle works on shared-address bits 4..9: stages start at multiples of 1024.
-  unsigned char* const smem = raw + (kAlign - dev::shared_address(raw) % kAlign) % kAlign;
+  unsigned char* const smem = wgmma_aligned(raw);
   const std::uint32_t smem_address = dev::shared_address(smem);
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int warpgroup = static_cast<int>(warp / 4), warp_in_group = static_cast<int>(warp % 4);
+  const int warpgroup = static_cast<int>(threadIdx.x / 128);
   const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kTile;
   const std::int64_t n0 = (blockIdx.x % p.n_tiles) * kTile;
   const std::int64_t stages = (p.K + kStageK - 1) / kStageK;
@@ -908,10 +921,7 @@ __global__ void __launch_bounds__(v6::kThreads, 2) gemm_tc_v6_wgmma(TcOperands p
     dev::wgmma_fence_operands<kAccumulators>(acc);
     dev::cp_async_wait<0>();  // only empty groups are left
     __syncthreads();          // every warp is done with the stages before the next batch refills them
-    float* c = p.c + b * p.stride_c;
-    const std::int64_t row0 = m0 + warpgroup * 64 + warp_in_group * 16;
-    CK_UNROLL
-    for (int j = 0; j < kTile / 8; ++j) store_fragment(p, c, row0, n0 + j * 8, lane, acc + 4 * j);
+    store_warpgroup_tile(p, p.c + b * p.stride_c, m0, n0, acc);
   }
 }
 
@@ -954,13 +964,12 @@ constexpr int kStageK = 32;  // elements of k per stage
 constexpr int kThreads = 256;
 constexpr int kSlots = 2;    // stages in shared memory
 constexpr int kAccumulators = 64;
-constexpr std::size_t kAlign = 1024;
 template <TensorCorePrecision P>
 inline constexpr int kRowBytes = P == TensorCorePrecision::tf32 ? 128 : 64;  // 32 elements of k
 template <TensorCorePrecision P>
 inline constexpr int kOperandBytes = kTile * kRowBytes<P>;
 template <TensorCorePrecision P>
-inline constexpr std::size_t kSharedBytes = kSlots * 2 * kOperandBytes<P> + kAlign;
+inline constexpr std::size_t kSharedBytes = kSlots * 2 * kOperandBytes<P> + 1024;  // + what wgmma_aligned may skip
 }  // namespace v7
 
 // Byte offset, in a stage of precision P, of k = 4kq..4kq+3 of row x: a
@@ -1074,10 +1083,9 @@ __global__ void __launch_bounds__(v7::kThreads, 1) gemm_tc_v7_wgmma_staged(TcOpe
   constexpr bool AX = TA, BX = !TB;  // x-contiguous: op(A) stored along m, op(B) along n
   constexpr int kOperand = kOperandBytes<P>, kSlices = kStageK / kMmaStepK<P>;
   CK_DYNAMIC_SHARED(unsigned char, raw);
-  unsigned char* const smem = raw + (kAlign - dev::shared_address(raw) % kAlign) % kAlign;
+  unsigned char* const smem = wgmma_aligned(raw);
   const std::uint32_t smem_address = dev::shared_address(smem);
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int warpgroup = static_cast<int>(warp / 4), warp_in_group = static_cast<int>(warp % 4);
+  const int warpgroup = static_cast<int>(threadIdx.x / 128);
   const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kTile;
   const std::int64_t n0 = (blockIdx.x % p.n_tiles) * kTile;
   const std::int64_t stages = (p.K + kStageK - 1) / kStageK;
@@ -1132,10 +1140,7 @@ __global__ void __launch_bounds__(v7::kThreads, 1) gemm_tc_v7_wgmma_staged(TcOpe
     dev::wgmma_wait<0>();
     dev::wgmma_fence_operands<kAccumulators>(acc);
     __syncthreads();  // every warpgroup is done with the stages before the next batch refills them
-    float* c = p.c + b * p.stride_c;
-    const std::int64_t row0 = m0 + warpgroup * 64 + warp_in_group * 16;
-    CK_UNROLL
-    for (int j = 0; j < kTile / 8; ++j) store_fragment(p, c, row0, n0 + j * 8, lane, acc + 4 * j);
+    store_warpgroup_tile(p, p.c + b * p.stride_c, m0, n0, acc);
   }
 }
 

@@ -397,6 +397,27 @@ convkit::sim::KernelProfile profiled(TensorCorePrecision p, std::int64_t M, std:
   return total;
 }
 
+// The profile of one 128 x 128 x 64 product of ones with the given
+// transposes (each operand's leading dim its own extent), checked for its
+// value; summed over the launch's kernels.
+convkit::sim::KernelProfile profiled_layout(TensorCorePrecision p, bool ta, bool tb, int version,
+                                            const std::string& what) {
+  const convkit::sim::ScopedProfile profile;
+  constexpr std::int64_t n = 128, k = 64;
+  Tensor a = Tensor::empty({n * k}, kernel_options(DType::float32)).fill_(1);
+  Tensor b = Tensor::empty({k * n}, kernel_options(DType::float32)).fill_(1);
+  Tensor c = Tensor::empty({n * n}, kernel_options(DType::float32));
+  GemmArgs g;
+  g.M = g.N = n, g.K = k, g.trans_a = ta, g.trans_b = tb;
+  g.a = a.data<float>(), g.b = b.data<float>(), g.c = c.data<float>();
+  g.lda = ta ? n : k, g.ldb = tb ? k : n, g.ldc = n;
+  kernels::launch_gemm_tensor_core(p, DType::float32, g, version);
+  EXPECT_EQ(c.to_vector<float>()[0], static_cast<float>(k)) << what;
+  convkit::sim::KernelProfile total;
+  for (const convkit::sim::KernelProfile& kp : convkit::sim::take_profile()) total += kp;
+  return total;
+}
+
 // Every mma.sync is counted as 16*8*K tensor-core multiply-adds of its
 // precision, and none as FP32; both versions cover C with whole mma tiles.
 // v2's fragment loads from shared memory (the padded rows) are free of bank
@@ -441,19 +462,7 @@ TEST(GpuGemmTensorCore, TheSimProfileSeesV4AndV5ConflictFreeInEveryLayout) {
       const bool ta = t & 1, tb = t & 2;
       const std::string what =
           detail::concat("v", version, " ", kernels::precision_name(p), ta ? " At" : "", tb ? " Bt" : "");
-      const convkit::sim::ScopedProfile profile;
-      constexpr std::int64_t n = 128, k = 64;
-      Tensor a = Tensor::empty({n * k}, kernel_options(DType::float32)).fill_(1);
-      Tensor b = Tensor::empty({k * n}, kernel_options(DType::float32)).fill_(1);
-      Tensor c = Tensor::empty({n * n}, kernel_options(DType::float32));
-      GemmArgs g;
-      g.M = g.N = n, g.K = k, g.trans_a = ta, g.trans_b = tb;
-      g.a = a.data<float>(), g.b = b.data<float>(), g.c = c.data<float>();
-      g.lda = ta ? n : k, g.ldb = tb ? k : n, g.ldc = n;
-      kernels::launch_gemm_tensor_core(p, DType::float32, g, version);
-      EXPECT_EQ(c.to_vector<float>()[0], static_cast<float>(k)) << what;
-      convkit::sim::KernelProfile v4;
-      for (const convkit::sim::KernelProfile& kp : convkit::sim::take_profile()) v4 += kp;
+      const convkit::sim::KernelProfile v4 = profiled_layout(p, ta, tb, version, what);
       EXPECT_EQ(p == TensorCorePrecision::tf32 ? v4.tf32_fmas : v4.bf16_fmas, 128u * 128 * 64) << what;
       EXPECT_GT(v4.shared_load.requests, 0u) << what;
       EXPECT_EQ(v4.shared_load.conflict_wavefronts, 0u) << what;
@@ -470,19 +479,7 @@ TEST(GpuGemmTensorCore, TheSimProfileSeesV4AndV5ConflictFreeInEveryLayout) {
 // reads count as conflict-free (the profile's rule for them, docs/sim.md).
 TEST(GpuGemmTensorCore, TheSimProfileSeesV6CopiesAndRoundingConflictFree) {
   if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
-  const convkit::sim::ScopedProfile profile;
-  constexpr std::int64_t n = 128, k = 64;
-  Tensor a = Tensor::empty({n * k}, kernel_options(DType::float32)).fill_(1);
-  Tensor b = Tensor::empty({k * n}, kernel_options(DType::float32)).fill_(1);
-  Tensor c = Tensor::empty({n * n}, kernel_options(DType::float32));
-  GemmArgs g;
-  g.M = g.N = n, g.K = k, g.trans_b = true;
-  g.a = a.data<float>(), g.b = b.data<float>(), g.c = c.data<float>();
-  g.lda = g.ldb = k, g.ldc = n;
-  kernels::launch_gemm_tensor_core(TensorCorePrecision::tf32, DType::float32, g, 6);
-  EXPECT_EQ(c.to_vector<float>()[0], static_cast<float>(k));
-  convkit::sim::KernelProfile v6;
-  for (const convkit::sim::KernelProfile& kp : convkit::sim::take_profile()) v6 += kp;
+  const convkit::sim::KernelProfile v6 = profiled_layout(TensorCorePrecision::tf32, false, true, 6, "v6");
   EXPECT_EQ(v6.tf32_fmas, 128u * 128 * 64);
   EXPECT_EQ(v6.fmas, 0u);
   // The rounding's 16-byte loads (wgmma's reads count as conflict-free by rule).
@@ -501,19 +498,7 @@ TEST(GpuGemmTensorCore, TheSimProfileSeesV7StoresConflictFreeInEveryLayout) {
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
       const std::string what = detail::concat("v7 ", kernels::precision_name(p), ta ? " At" : "", tb ? " Bt" : "");
-      const convkit::sim::ScopedProfile profile;
-      constexpr std::int64_t n = 128, k = 64;
-      Tensor a = Tensor::empty({n * k}, kernel_options(DType::float32)).fill_(1);
-      Tensor b = Tensor::empty({k * n}, kernel_options(DType::float32)).fill_(1);
-      Tensor c = Tensor::empty({n * n}, kernel_options(DType::float32));
-      GemmArgs g;
-      g.M = g.N = n, g.K = k, g.trans_a = ta, g.trans_b = tb;
-      g.a = a.data<float>(), g.b = b.data<float>(), g.c = c.data<float>();
-      g.lda = ta ? n : k, g.ldb = tb ? k : n, g.ldc = n;
-      kernels::launch_gemm_tensor_core(p, DType::float32, g, 7);
-      EXPECT_EQ(c.to_vector<float>()[0], static_cast<float>(k)) << what;
-      convkit::sim::KernelProfile v7;
-      for (const convkit::sim::KernelProfile& kp : convkit::sim::take_profile()) v7 += kp;
+      const convkit::sim::KernelProfile v7 = profiled_layout(p, ta, tb, 7, what);
       EXPECT_EQ(p == TensorCorePrecision::tf32 ? v7.tf32_fmas : v7.bf16_fmas, 128u * 128 * 64) << what;
       EXPECT_GT(v7.shared_store.requests, 0u) << what;
       EXPECT_EQ(v7.shared_store.conflict_wavefronts, 0u) << what;
