@@ -746,11 +746,31 @@ void run_channels_last_in(const Problem& pb, const channels_last::Operands& op, 
            dim3(pipelined::kThreads), 0, nullptr, pb, op, n_tiles);
   });
 }
+// Version 5's tile: 128 x 128 where the product has more than 64 rows, else
+// 64 x 128. (Where 128 x 128 tiles leave SMs idle, 64 x 128 might win: a
+// choice for a GPU's timings, not made here.)
+template <class Problem>
+void run_channels_last_wgmma(const Problem& pb, const channels_last::Operands& op, int groups) {
+  const auto run = [&](auto tile) {
+    using Tile = decltype(tile);
+    const int n_tiles = static_cast<int>(ceil_div(pb.cols, Tile::BlockTile::kN));
+    const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Tile::BlockTile::kM) * n_tiles),
+                    static_cast<unsigned>(groups));
+    const auto kernel = channels_last::implicit_gemm_tc_v5_wgmma<Tile, Problem>;
+    allow_dynamic_shared(kernel, Tile::kSharedBytes);
+    launch(kernel, grid, dim3(Tile::kThreads), Tile::kSharedBytes, nullptr, pb, op, n_tiles);
+  };
+  if (pb.M > channels_last::WgmmaTile<1>::BlockTile::kM) run(channels_last::WgmmaTile<2>{});
+  else run(channels_last::WgmmaTile<1>{});
+}
+
 template <class Problem>
 void run_channels_last(TensorCorePrecision precision, const Problem& pb, const channels_last::Operands& op,
-                       int groups) {
+                       int groups, ChannelsLastProduct product) {
   if (pb.M == 0 || pb.cols == 0) return;
-  if (precision == TensorCorePrecision::tf32) run_channels_last_in<TensorCorePrecision::tf32>(pb, op, groups);
+  if (precision == TensorCorePrecision::tf32 && product == ChannelsLastProduct::wgmma)
+    run_channels_last_wgmma(pb, op, groups);
+  else if (precision == TensorCorePrecision::tf32) run_channels_last_in<TensorCorePrecision::tf32>(pb, op, groups);
   else run_channels_last_in<TensorCorePrecision::bf16>(pb, op, groups);
 }
 
@@ -831,6 +851,17 @@ std::string conv2d_implicit_gemm_channels_last_cannot_implement(const Conv2dDesc
   return {};
 }
 
+std::string conv2d_implicit_gemm_channels_last_wgmma_cannot_implement() {
+  if (!device_runs_wgmma())
+    return "version 5 runs wgmma, which needs a compute capability 9.0 GPU and a build for sm_90a "
+           "(CMAKE_CUDA_ARCHITECTURES with 90a)";
+  constexpr std::size_t bytes = channels_last::WgmmaTile<2>::kSharedBytes;
+  if (bytes > max_dynamic_shared_bytes())
+    return detail::concat("version 5 needs ", bytes, " bytes of shared memory per block; this device offers ",
+                          max_dynamic_shared_bytes());
+  return {};
+}
+
 std::size_t conv2d_implicit_gemm_channels_last_workspace_bytes(const Conv2dDesc& d, ConvPass pass) {
   const auto copies = static_cast<std::size_t>(copies_bytes(channels_last_copies(d, pass)));
   if (pass != ConvPass::backward_weights) return copies;
@@ -849,8 +880,9 @@ int conv2d_implicit_gemm_channels_last_weight_slices(const Conv2dDesc& d) {
 
 void launch_conv2d_implicit_gemm_channels_last_mma_forward(TensorCorePrecision precision, const Conv2dDesc& d,
                                                            const void* x, const void* w, const void* b, void* y,
-                                                           void* workspace) {
-  check_channels_last_workspace("conv2d_implicit_gemm_tensor_core v4 forward", d, ConvPass::forward, workspace);
+                                                           void* workspace, ChannelsLastProduct product) {
+  check_channels_last_workspace("conv2d_implicit_gemm_tensor_core forward (channels-last)", d, ConvPass::forward,
+                                workspace);
   const Geometry g = geometry(d);
   const int Cg4 = padded4(g.Cg), groups = static_cast<int>(d.groups);
   float* img = static_cast<float*>(workspace);
@@ -864,14 +896,15 @@ void launch_conv2d_implicit_gemm_channels_last_mma_forward(TensorCorePrecision p
   const ForwardProblem<float> pb{g,  static_cast<const float*>(x), static_cast<const float*>(w),
                                  static_cast<const float*>(b), static_cast<float*>(y), g.Kg, g.N * g.PQ,
                                  g.RS * Cg4};
-  run_channels_last(precision, pb, {channels_last_patch(image_patch(g), groups, Cg4), img, wr, g.RS * Cg4}, groups);
+  run_channels_last(precision, pb, {channels_last_patch(image_patch(g), groups, Cg4), img, wr, g.RS * Cg4}, groups,
+                    product);
 }
 
 void launch_conv2d_implicit_gemm_channels_last_mma_backward_data(TensorCorePrecision precision, const Conv2dDesc& d,
                                                                  const void* dy, const void* w, void* dx,
-                                                                 void* workspace) {
-  check_channels_last_workspace("conv2d_implicit_gemm_tensor_core v4 backward-data", d, ConvPass::backward_data,
-                                workspace);
+                                                                 void* workspace, ChannelsLastProduct product) {
+  check_channels_last_workspace("conv2d_implicit_gemm_tensor_core backward-data (channels-last)", d,
+                                ConvPass::backward_data, workspace);
   const Geometry g = geometry(d);
   const int Kg4 = padded4(g.Kg), groups = static_cast<int>(d.groups);
   float* img = static_cast<float*>(workspace);
@@ -892,7 +925,7 @@ void launch_conv2d_implicit_gemm_channels_last_mma_backward_data(TensorCorePreci
       const BackwardDataProblem<float> pb{g,  static_cast<const float*>(dy), static_cast<const float*>(w), nullptr,
                                           static_cast<float*>(dx), ph, pw, g.Cg, g.N * ph.count * pw.count, depth};
       run_channels_last(precision, pb, {channels_last_patch(phase_patch(g, ph, pw), groups, Kg4), img, wt, depth},
-                        groups);
+                        groups, product);
       wt += total;
     }
 }
@@ -904,8 +937,8 @@ void launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(TensorCorePr
     launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(precision, d, x, dy, dw, workspace);
     return;
   }
-  check_channels_last_workspace("conv2d_implicit_gemm_tensor_core v4 backward-weights", d, ConvPass::backward_weights,
-                                workspace);
+  check_channels_last_workspace("conv2d_implicit_gemm_tensor_core backward-weights (channels-last)", d,
+                                ConvPass::backward_weights, workspace);
   const Geometry g = geometry(d);
   const int Cg4 = padded4(g.Cg), Kg4 = padded4(g.Kg), groups = static_cast<int>(d.groups);
   const ChannelsLastCopies c = channels_last_copies(d, ConvPass::backward_weights);

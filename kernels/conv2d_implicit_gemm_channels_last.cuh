@@ -67,6 +67,7 @@
 #include "kernels/async_copy.cuh"
 #include "kernels/conv2d_implicit_gemm_pipelined.cuh"
 #include "kernels/tensor_core.cuh"
+#include "kernels/warpgroup_mma.cuh"
 
 namespace convkit::CK_GPU_NS::channels_last {
 
@@ -244,6 +245,192 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_tc_v4
   pipelined::run_pipeline<float, Cfg>((pb.depth + kStageK - 1) / kStageK, a_stages, b_stages, math, live, copy_step,
                                       acc);
   pipelined::store_tile<float, Cfg>(pb, grp, m0, n0, 0, math, acc, a_stages);
+}
+
+// ---------------------------------------------------------------------------
+// Version 5, wgmma (sm_90a): version 4's forward and backward-data, the
+// same copies and the same gathers, multiplied by Hopper's warpgroup
+// instruction instead of mma.sync (the step GEMM took from its v4 to v6,
+// kernels/gemm_tensor_core.cu, for the reason given there: mma.sync is
+// bound by instruction issue; one m64n128k8 wgmma is 64 mma.sync's work from
+// one issue, reading both operands from shared memory by descriptor).
+//   Why this product fits: tf32 wgmma reads K-major operands only. Version
+//     4's operands are both k-contiguous: the filter rows taps-major (k =
+//     (r, s, c4) along a row) and the image channels-last (a column's 4
+//     channels of one tap side by side). So version 4's 16-byte gathers land
+//     as wgmma reads them, and its copies already rounded to tf32, so the
+//     stages need no pass of their own (GEMM v6 rounds each stage in place).
+//   Layout: each operand's stage is rows of 32 floats (128 bytes) in the
+//     128-byte swizzle, 8 k-slices of 4 floats per row; thread t copies unit
+//     t % 8 of rows t / 8 + (threads / 8) i, so a quarter warp fills one row:
+//     conflict-free stores, and a row's unit is the same XOR for all of a
+//     thread's rows (rows (threads / 8) apart share x % 8).
+//   Tiles: WgmmaTile<W>, W warpgroups of 128 threads, each m64n128: W = 2
+//     is 128 x 128 of the product (two blocks per SM at 97 KB), W = 1 is
+//     64 x 128 (three per SM at 73 KB), for products of at most 64 rows
+//     (the 32- and 64-channel layers). Three stages of 32 k; per stage,
+//     GEMM v6's order: wait for this
+//     thread's copies, fence.proxy.async (the copies are generic-proxy
+//     writes, wgmma reads through the async proxy), wait for this
+//     warpgroup's wgmma of the previous stage, barrier, copy stage t + 2 into
+//     the slot just freed, issue stage t's four wgmma.
+//   Outputs: the accumulators (mma.sync's C layout per 16 rows of a warp,
+//     convkit/sim/wgmma.h) go through version 4's output tile in shared
+//     memory and the problem's store (pipelined::store_tile).
+//   Scope: tf32 forward and backward-data. bf16 wgmma would need bf16
+//     stages (the copies hold float32; cp.async cannot convert), so in bf16
+//     version 5 runs version 4's kernels, and its backward-weights is version
+//     4's in both precisions (no layout makes the positions contiguous in
+//     both of its operands; tf32 wgmma cannot transpose).
+//   Accumulation: per column, k in version 4's (r, s, c) order in slices of
+//     8, so under sim version 5 gives version 4's tf32 bits.
+// Written and tested on sim; no GPU has run it yet, and it is never the
+// default until one has (CONVKIT_KERNEL_CONV2D_IMPLICIT_GEMM_TENSOR_CORE=5).
+namespace wgmma_stages {
+inline constexpr int kDepth = 32;  // floats of k per stage: one 128-byte row
+inline constexpr int kSliceK = 8;   // k per wgmma (tf32)
+inline constexpr int kStages = 3;
+inline constexpr int kRowBytes = kDepth * 4;
+inline constexpr int kUnits = kDepth / kVec;  // 16-byte units per row: 8
+inline constexpr int kAccumulators = 64;       // m64n128 over a warpgroup's 128 threads
+}  // namespace wgmma_stages
+
+template <int Warpgroups>
+struct WgmmaTile {
+  static_assert(Warpgroups == 1 || Warpgroups == 2, "one or two warpgroups");
+  struct BlockTile {
+    static constexpr int kM = 64 * Warpgroups, kN = 128;
+  };
+  static constexpr int kThreads = 128 * Warpgroups;
+  static constexpr int kRowsPerPass = kThreads / wgmma_stages::kUnits;
+  static constexpr int kACopies = BlockTile::kM / kRowsPerPass, kBCopies = BlockTile::kN / kRowsPerPass;
+  static constexpr int kABytes = BlockTile::kM * wgmma_stages::kRowBytes;
+  static constexpr int kStageBytes = (BlockTile::kM + BlockTile::kN) * wgmma_stages::kRowBytes;
+  static constexpr std::size_t kSharedBytes = wgmma_stages::kStages * kStageBytes + 1024;  // + wgmma_aligned's skip
+  // pipelined::store_tile's output tile (rows of kN + 8) reuses the stages.
+  static_assert(BlockTile::kM * (BlockTile::kN + 8) * 4 <= wgmma_stages::kStages * kStageBytes, "output tile fits");
+};
+
+// How pipelined::store_tile sees version 5's accumulators: warp w holds
+// rows 64 (w / 4) + 16 (w % 4) of the tile, all 128 columns, as 16 mma.sync
+// C fragments (rows group and group + 8, columns 2 tig and 2 tig + 1 of
+// each 8), staged as MmaMath stages its own (rows 8 banks apart).
+struct WgmmaOutputs {
+  static constexpr int kTileK = wgmma_stages::kDepth, kPad = 0, kOutPad = 8;
+  using Acc = float[wgmma_stages::kAccumulators];
+  template <int Pitch>
+  __device__ __forceinline__ void stage_outputs(float* tile, const Acc& acc) const {
+    static_assert(Pitch % 32 == 8, "rows 8 banks apart");
+    const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+    const int row = warp / 4 * 64 + warp % 4 * 16;
+    CK_UNROLL
+    for (int j = 0; j < 128 / 8; ++j)
+      CK_UNROLL
+      for (int h = 0; h < 2; ++h)
+        dev::store8(tile + (row + dev::mma_c_row(lane, 2 * h)) * Pitch + j * 8 + dev::mma_c_col(lane, 0),
+                    acc + 4 * j + 2 * h);
+  }
+};
+
+// Forward and backward-data: blockIdx.x = m tile * n_tiles + column tile,
+// blockIdx.y = group. k = (r*S + s)*Cg4 + c, as version 4's.
+template <class Tile, class Problem>
+__global__ void __launch_bounds__(Tile::kThreads, 2) implicit_gemm_tc_v5_wgmma(Problem pb, Operands op, int n_tiles) {
+  using namespace wgmma_stages;
+  constexpr int BM = Tile::BlockTile::kM, BN = Tile::BlockTile::kN;
+  CK_DYNAMIC_SHARED(unsigned char, raw);
+  unsigned char* const smem = dev::wgmma_aligned(raw);
+  const std::uint32_t smem_address = dev::shared_address(smem);
+  const PatchShape& ps = op.ps;
+  const int tid = static_cast<int>(threadIdx.x), grp = static_cast<int>(blockIdx.y);
+  const int warpgroup = tid / 128;
+  const int m0 = static_cast<int>(blockIdx.x) / n_tiles * BM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BN;
+  // Warpgroup-uniform: whether this warpgroup's 64 rows meet the product.
+  const bool live = m0 + warpgroup * 64 < pb.M;
+
+  // This thread's unit of each row it copies, and where the unit lands.
+  const int unit = tid % kUnits, first_row = tid / kUnits;
+  const int landing = ((unit ^ (first_row % 8)) * 16);
+  // A: filter rows, offsets of this thread's unit (-1: past the product).
+  int a_at[Tile::kACopies];
+  CK_UNROLL
+  for (int i = 0; i < Tile::kACopies; ++i) {
+    const int m = m0 + first_row + i * Tile::kRowsPerPass;
+    a_at[i] = m < pb.M ? (grp * pb.M + m) * op.a_ld + unit * kVec : -1;
+  }
+  // B: a column's pixel, decoded once (version 4's).
+  constexpr int kNeverInside = -(1 << 30);
+  int b_at[Tile::kBCopies], bh[Tile::kBCopies], bw[Tile::kBCopies];
+  CK_UNROLL
+  for (int i = 0; i < Tile::kBCopies; ++i) {
+    const int col = n0 + first_row + i * Tile::kRowsPerPass;
+    const Digits pos = pipelined::to_digits(col < pb.cols ? col : 0, ps.P, ps.Q);
+    b_at[i] = pos.hi * ps.H * ps.W * ps.C + grp * ps.Cg;
+    bh[i] = col < pb.cols ? pos.mid * ps.ah + ps.oh : kNeverInside;
+    bw[i] = pos.lo * ps.aw + ps.ow;
+  }
+  const int S = ps.S > 0 ? ps.S : 1;
+  Digits tap = pipelined::to_digits(unit * kVec, S, ps.Cg);
+  const Digits tap_step = pipelined::to_digits(kDepth, S, ps.Cg);
+  int k0 = 0;  // the first k of the stage being copied
+  auto copy_stage = [&](unsigned char* stage) {
+    const bool k_ok = k0 + unit * kVec < pb.depth;
+    CK_UNROLL
+    for (int i = 0; i < Tile::kACopies; ++i) {
+      const bool copy = k_ok && a_at[i] >= 0;
+      dev::cp_async<16>(stage + (first_row + i * Tile::kRowsPerPass) * kRowBytes + landing,
+                        copy ? op.a + a_at[i] + k0 : op.a, copy ? 16 : 0);
+    }
+    unsigned char* const b_stage = stage + Tile::kABytes;
+    const int tr = tap.hi * ps.th, ts = tap.mid * ps.tw;
+    CK_UNROLL
+    for (int i = 0; i < Tile::kBCopies; ++i) {
+      const int h = bh[i] + tr, w = bw[i] + ts;
+      const bool copy = k_ok && static_cast<unsigned>(h) < static_cast<unsigned>(ps.H) &&
+                        static_cast<unsigned>(w) < static_cast<unsigned>(ps.W);
+      dev::cp_async<16>(b_stage + (first_row + i * Tile::kRowsPerPass) * kRowBytes + landing,
+                        copy ? op.img + b_at[i] + (h * ps.W + w) * ps.C + tap.lo : op.img, copy ? 16 : 0);
+    }
+    pipelined::add_digits(tap, tap_step, S, ps.Cg);
+    k0 += kDepth;
+  };
+
+  const int stages = (pb.depth + kDepth - 1) / kDepth;
+  CK_UNROLL
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < stages) copy_stage(smem + s * Tile::kStageBytes);
+    dev::cp_async_commit();  // possibly empty: keeps the group count fixed
+  }
+  float acc[kAccumulators];
+  CK_UNROLL
+  for (int i = 0; i < kAccumulators; ++i) acc[i] = 0.0f;
+  dev::wgmma_fence_operands<kAccumulators>(acc);
+  for (int t = 0; t < stages; ++t) {
+    const int slot = t % kStages;
+    dev::cp_async_wait<kStages - 2>();  // this thread's copies of stage t have landed
+    dev::fence_proxy_async();           // ... and are visible to wgmma's reads
+    dev::wgmma_wait<0>();               // this warpgroup is done with stage t - 1
+    __syncthreads();                    // stage t is whole, stage t - 1 free everywhere
+    if (t + kStages - 1 < stages) copy_stage(smem + (t + kStages - 1) % kStages * Tile::kStageBytes);
+    dev::cp_async_commit();
+    if (live) {
+      const std::uint32_t stage = smem_address + static_cast<std::uint32_t>(slot * Tile::kStageBytes);
+      const std::uint32_t a_rows = stage + static_cast<std::uint32_t>(warpgroup * 64 * kRowBytes);
+      const std::uint32_t b_rows = stage + static_cast<std::uint32_t>(Tile::kABytes);
+      dev::wgmma_fence_operands<kAccumulators>(acc);
+      dev::wgmma_fence();
+      CK_UNROLL
+      for (int j = 0; j < kDepth / kSliceK; ++j)
+        dev::wgmma_m64n128k8_tf32(acc, dev::swizzle128_descriptor(a_rows + 4 * kSliceK * j),
+                                  dev::swizzle128_descriptor(b_rows + 4 * kSliceK * j), true);
+      dev::wgmma_commit();
+      dev::wgmma_fence_operands<kAccumulators>(acc);
+    }
+  }
+  dev::wgmma_wait<0>();
+  dev::wgmma_fence_operands<kAccumulators>(acc);
+  dev::cp_async_wait<0>();  // only empty groups are left
+  pipelined::store_tile<float, Tile>(pb, grp, m0, n0, 0, WgmmaOutputs{}, acc, reinterpret_cast<float*>(smem));
 }
 
 // Backward-weights on the copies: dw[grp*Kg + m][c][r][s] (or one split-K

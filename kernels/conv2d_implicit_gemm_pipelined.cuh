@@ -338,7 +338,7 @@ __device__ __forceinline__ void store_tile(const Problem& pb, int grp, int m0, i
   __syncthreads();  // every warp is done with the stages the output tile reuses
   math.template stage_outputs<Arrays::kOutPitch>(out, acc);
   __syncthreads();
-  for (int i = static_cast<int>(threadIdx.x); i < BM * BN; i += kThreads) {
+  for (int i = static_cast<int>(threadIdx.x); i < BM * BN; i += Cfg::kThreads) {
     const int r = i / BN, c = i % BN;
     if (m0 + r < pb.M && n0 + c < pb.cols) pb.store(grp, m0 + r, n0 + c, slice, out[r * Arrays::kOutPitch + c]);
   }

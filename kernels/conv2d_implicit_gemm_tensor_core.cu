@@ -131,7 +131,7 @@ namespace {
 
 using namespace implicit_gemm;
 
-constexpr int kVersions = 4;
+constexpr int kVersions = 5;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // ---------------------------------------------------------------------------
@@ -304,6 +304,14 @@ std::int64_t tile_n(int version) {
 }
 // Version 3 runs version 5's kernels, split-K and workspace (with mma).
 bool runs_version5(int version) { return version == kImplicitGemmTcPipelinedVersion; }
+// Versions 4 and 5 run on the channels-last copies, with the same workspace
+// and backward-weights.
+bool runs_channels_last(int version) {
+  return version == kImplicitGemmTcChannelsLastVersion || version == kImplicitGemmTcWgmmaVersion;
+}
+ChannelsLastProduct product_of(int version) {
+  return version == kImplicitGemmTcWgmmaVersion ? ChannelsLastProduct::wgmma : ChannelsLastProduct::mma_sync;
+}
 
 Split split_of(DType dtype, const Conv2dDesc& d, int version) {
   if (version == kImplicitGemmTcWarpVersion) return Split{1, static_cast<int>(std::max<std::int64_t>(d.N * d.P() * d.Q(), 1))};
@@ -354,7 +362,10 @@ void register_conv2d_implicit_gemm_tensor_core_family() {
          "warp's tile on mma.sync, rounded as the fragments are read\n"
          "v4 channels-last: every pass on channels-last copies of its operands, gathered 16 bytes (4 channels) "
          "per cp.async: forward and backward-data into swizzled x-major stages of 16 k, backward-weights into "
-         "v3's k-major stages, 4 channels of one position per copy"});
+         "v3's k-major stages, 4 channels of one position per copy\n"
+         "v5 wgmma: v4's copies and gathers, forward and backward-data in tf32 multiplied by m64n128k8 wgmma "
+         "from 128-byte swizzled stages of 32 k, 128x128 or 64x128 tiles of one or two warpgroups; bf16 and "
+         "backward-weights as v4; on sm_90a and sim"});
     return true;
   }();
   (void)registered;
@@ -371,8 +382,11 @@ std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const
     if (std::string why = conv2d_implicit_gemm_cannot_implement(dtype, d, kImplicitGemmPipelinedVersion); !why.empty())
       return why;
   }
-  if (version == kImplicitGemmTcChannelsLastVersion) {
+  if (runs_channels_last(version)) {
     if (std::string why = conv2d_implicit_gemm_channels_last_cannot_implement(d); !why.empty()) return why;
+  }
+  if (version == kImplicitGemmTcWgmmaVersion) {
+    if (std::string why = conv2d_implicit_gemm_channels_last_wgmma_cannot_implement(); !why.empty()) return why;
   }
   // The largest product: forward's Kg x N*P*Q, backward-data's Cg x N*H*W
   // (its stride phases together), backward-weights' Kg x Cg*R*S.
@@ -385,7 +399,7 @@ std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const
 }
 
 int conv2d_implicit_gemm_tensor_core_weight_slices(DType dtype, const Conv2dDesc& d, int version) {
-  if (version == kImplicitGemmTcChannelsLastVersion) return conv2d_implicit_gemm_channels_last_weight_slices(d);
+  if (runs_channels_last(version)) return conv2d_implicit_gemm_channels_last_weight_slices(d);
   if (runs_version5(version)) return conv2d_implicit_gemm_weight_slices(dtype, d, kImplicitGemmPipelinedVersion);
   return split_of(dtype, d, version).slices;
 }
@@ -395,7 +409,7 @@ std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const 
   CK_CHECK(version >= 1 && version <= kVersions, "conv2d_implicit_gemm_tensor_core has versions 1..", kVersions,
            ", not ", version);
   if (version == kImplicitGemmTcWarpVersion) return 0;
-  if (version == kImplicitGemmTcChannelsLastVersion) return conv2d_implicit_gemm_channels_last_workspace_bytes(d, pass);
+  if (runs_channels_last(version)) return conv2d_implicit_gemm_channels_last_workspace_bytes(d, pass);
   if (runs_version5(version)) return conv2d_implicit_gemm_workspace_bytes(dtype, d, pass, kImplicitGemmPipelinedVersion);
   return tiled_workspace_bytes(dtype, d, pass, split_of(dtype, d, version));
 }
@@ -405,8 +419,8 @@ void launch_conv2d_implicit_gemm_tensor_core_forward(TensorCorePrecision precisi
                                                      void* workspace, int version) {
   register_conv2d_implicit_gemm_tensor_core_family();
   check_call("conv2d_implicit_gemm_tensor_core forward", dtype, d, version, {x, w, y});
-  if (version == kImplicitGemmTcChannelsLastVersion) {
-    launch_conv2d_implicit_gemm_channels_last_mma_forward(precision, d, x, w, b, y, workspace);
+  if (runs_channels_last(version)) {
+    launch_conv2d_implicit_gemm_channels_last_mma_forward(precision, d, x, w, b, y, workspace, product_of(version));
     return;
   }
   if (version == kImplicitGemmTcPipelinedVersion) {
@@ -429,8 +443,9 @@ void launch_conv2d_implicit_gemm_tensor_core_backward_data(TensorCorePrecision p
       conv2d_implicit_gemm_tensor_core_workspace_bytes(dtype, d, ConvPass::backward_data, version);
   CK_CHECK(needed == 0 || workspace != nullptr, "conv2d_implicit_gemm_tensor_core backward-data: needs ", needed,
            " bytes of workspace but workspace is null; descriptor ", d.str());
-  if (version == kImplicitGemmTcChannelsLastVersion) {
-    launch_conv2d_implicit_gemm_channels_last_mma_backward_data(precision, d, dy, w, dx, workspace);
+  if (runs_channels_last(version)) {
+    launch_conv2d_implicit_gemm_channels_last_mma_backward_data(precision, d, dy, w, dx, workspace,
+                                                                product_of(version));
     return;
   }
   if (version == kImplicitGemmTcPipelinedVersion) {
@@ -467,7 +482,7 @@ void launch_conv2d_implicit_gemm_tensor_core_backward_weights(TensorCorePrecisio
       conv2d_implicit_gemm_tensor_core_workspace_bytes(dtype, d, ConvPass::backward_weights, version);
   CK_CHECK(needed == 0 || workspace != nullptr, "conv2d_implicit_gemm_tensor_core backward-weights: needs ", needed,
            " bytes of workspace but workspace is null; descriptor ", d.str());
-  if (version == kImplicitGemmTcChannelsLastVersion) {
+  if (runs_channels_last(version)) {
     launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(precision, d, x, dy, dw, workspace);
     return;
   }

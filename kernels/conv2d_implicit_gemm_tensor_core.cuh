@@ -13,7 +13,7 @@
 // and float32 only. CONVKIT_KERNEL_CONV2D_IMPLICIT_GEMM=<v> keeps meaning "this
 // strict-precision kernel".
 //
-// The family "conv2d_implicit_gemm_tensor_core" has four versions:
+// The family "conv2d_implicit_gemm_tensor_core" has five versions:
 //   1 warp per tile: one warp per 16x8 tile of the product, each lane gathering
 //     its fragments from x, w or dy and rounding them; the twin, no workspace
 //   2 tiled (the default): 64x64x32 block tiles gathered into shared memory by
@@ -32,6 +32,12 @@
 //     and dy, into version 3's k-major stages, or version 3's own where
 //     those copies pass workspace_limit
 //     (kernels/conv2d_implicit_gemm_channels_last.cuh)
+//   5 wgmma: version 4's copies, gathers and workspace, forward and
+//     backward-data multiplied in tf32 by Hopper's m64n128k8 wgmma from
+//     128-byte swizzled stages, in 128x128 or 64x128 tiles of one or two
+//     warpgroups; bf16 and backward-weights run version 4's kernels. Only
+//     where wgmma runs: a compute capability 9.0 GPU with a build for sm_90a,
+//     and sim
 #include <cstddef>
 #include <string>
 
@@ -46,19 +52,21 @@ inline constexpr int kImplicitGemmTcWarpVersion = 1;
 inline constexpr int kImplicitGemmTcTiledVersion = 2;
 inline constexpr int kImplicitGemmTcPipelinedVersion = 3;
 inline constexpr int kImplicitGemmTcChannelsLastVersion = 4;
+inline constexpr int kImplicitGemmTcWgmmaVersion = 5;
 
 // Registers the "conv2d_implicit_gemm_tensor_core" family (idempotent).
 void register_conv2d_implicit_gemm_tensor_core_family();
 
 // Empty when `version` can run `d` in `dtype`, else why not (a version other
-// than 1 to 4, a dtype other than float32, an index past 32 bits, a grid too
+// than 1 to 5, a dtype other than float32, an index past 32 bits, a grid too
 // big; for version 3 what conv2d_implicit_gemm version 5 cannot run; for
-// version 4 copies past 32-bit indices or workspace_limit).
+// versions 4 and 5 copies past 32-bit indices or workspace_limit; for
+// version 5 a device or build without wgmma).
 std::string conv2d_implicit_gemm_tensor_core_cannot_implement(DType dtype, const Conv2dDesc& d, int version);
 
 // Bytes of workspace `pass` needs under `version` (0 when none). Version 2's
 // equal conv2d_implicit_gemm version 3's for every descriptor, version 3's
-// version 5's; version 4's are its copies (backward-weights: then version 5's
+// version 5's; versions 4 and 5's are their copies (backward-weights: then version 5's
 // split-K partials, within what the copies leave of the limit; version 3's
 // where the copies do not fit). A pure
 // function of the descriptor, dtype and version; never above d.workspace_limit.
@@ -69,8 +77,8 @@ std::size_t conv2d_implicit_gemm_tensor_core_workspace_bytes(DType dtype, const 
 int conv2d_implicit_gemm_tensor_core_weight_slices(DType dtype, const Conv2dDesc& d, int version);
 
 // The passes, as in conv2d_implicit_gemm.cuh, with the operands rounded to
-// `precision`; each overwrites its output. Forward's workspace is version
-// 4's alone (others may pass null).
+// `precision`; each overwrites its output. Forward's workspace is versions
+// 4 and 5's alone (others may pass null).
 void launch_conv2d_implicit_gemm_tensor_core_forward(TensorCorePrecision precision, DType dtype, const Conv2dDesc& d,
                                                      const void* x, const void* w, const void* b, void* y,
                                                      void* workspace, int version);

@@ -842,16 +842,9 @@ struct V6Copier {
 };
 
 // The descriptor of k-slice j of one operand's stage at shared address
-// `rows` (64 or 128 rows of 128 bytes): 8-row atoms 1024 bytes apart.
+// `rows` (64 or 128 rows of 128 bytes).
 __device__ __forceinline__ std::uint64_t v6_descriptor(std::uint32_t rows, int j) {
-  return dev::wgmma_descriptor(rows + static_cast<std::uint32_t>(j * v6::kSliceK * 4), 16, 1024,
-                               dev::WgmmaSwizzle::bytes128);
-}
-
-// v6's and v7's dynamic shared memory from its first multiple of 1024 bytes
-// of shared address: the swizzles work on address bits 4..9.
-__device__ __forceinline__ unsigned char* wgmma_aligned(unsigned char* raw) {
-  return raw + (1024 - dev::shared_address(raw) % 1024) % 1024;
+  return dev::swizzle128_descriptor(rows + static_cast<std::uint32_t>(j * v6::kSliceK * 4));
 }
 
 // v6's and v7's epilogue: a warpgroup's 64 x 128 of C from its m64n128
@@ -868,7 +861,7 @@ template <ChunkCopy Mode>
 __global__ void __launch_bounds__(v6::kThreads, 2) gemm_tc_v6_wgmma(TcOperands p) {
   using namespace v6;
   CK_DYNAMIC_SHARED(unsigned char, raw);
-  unsigned char* const smem = wgmma_aligned(raw);
+  unsigned char* const smem = dev::wgmma_aligned(raw);
   const std::uint32_t smem_address = dev::shared_address(smem);
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
   const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kTile;
@@ -1083,7 +1076,7 @@ __global__ void __launch_bounds__(v7::kThreads, 1) gemm_tc_v7_wgmma_staged(TcOpe
   constexpr bool AX = TA, BX = !TB;  // x-contiguous: op(A) stored along m, op(B) along n
   constexpr int kOperand = kOperandBytes<P>, kSlices = kStageK / kMmaStepK<P>;
   CK_DYNAMIC_SHARED(unsigned char, raw);
-  unsigned char* const smem = wgmma_aligned(raw);
+  unsigned char* const smem = dev::wgmma_aligned(raw);
   const std::uint32_t smem_address = dev::shared_address(smem);
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
   const std::int64_t m0 = (blockIdx.x / p.n_tiles) * kTile;

@@ -57,6 +57,17 @@ __host__ __device__ constexpr std::uint64_t wgmma_descriptor(std::uint32_t addre
          static_cast<std::uint64_t>(swizzle) << 62;
 }
 
+// The descriptor of a K-major operand stored as rows of 128 bytes in the
+// 128-byte swizzle (16-byte unit c of row x at unit c ^ (x % 8)), starting
+// `address` bytes into shared memory: 8-row atoms 1024 bytes apart (SBO),
+// the leading offset unused by this swizzle (16). A k-slice that starts b
+// bytes into the rows starts its descriptor at address + b; the hardware
+// applies the swizzle to the address, so the rows' first byte sits on a
+// multiple of 1024 bytes of shared address (wgmma_aligned).
+__host__ __device__ constexpr std::uint64_t swizzle128_descriptor(std::uint32_t address) {
+  return wgmma_descriptor(address, 16, 1024, WgmmaSwizzle::bytes128);
+}
+
 #if defined(CONVKIT_SIM_KERNEL)
 
 __device__ __forceinline__ std::uint32_t shared_address(const void* p, const char* file = __builtin_FILE(),
@@ -174,5 +185,12 @@ __device__ __forceinline__ void wgmma_m64n128k16_bf16(float* d, std::uint64_t de
 }
 
 #endif
+
+// Dynamic shared memory from its first multiple of 1024 bytes of shared
+// address, where the 128-byte swizzle's atoms must start (the swizzles work
+// on address bits 4..9). A kernel asks for 1024 bytes more than it uses.
+__device__ __forceinline__ unsigned char* wgmma_aligned(unsigned char* raw) {
+  return raw + (1024 - shared_address(raw) % 1024) % 1024;
+}
 
 }  // namespace convkit::CK_GPU_NS::dev

@@ -39,6 +39,16 @@ constexpr int kWarp = kernels::kImplicitGemmTcWarpVersion;
 constexpr int kTiled = kernels::kImplicitGemmTcTiledVersion;
 constexpr int kPipelined = kernels::kImplicitGemmTcPipelinedVersion;
 constexpr int kChannelsLast = kernels::kImplicitGemmTcChannelsLastVersion;
+constexpr int kWgmma = kernels::kImplicitGemmTcWgmmaVersion;
+
+// The versions this device runs: version 5 needs wgmma (sim, or sm_90a on a
+// compute capability 9.0 GPU).
+std::vector<int> runnable(std::initializer_list<int> versions) {
+  std::vector<int> out;
+  for (int v : versions)
+    if (v != kWgmma || device_runs_wgmma()) out.push_back(v);
+  return out;
+}
 
 class RegisterFamilies : public ::testing::Environment {
  public:
@@ -135,13 +145,14 @@ class TensorCoreCase : public ::testing::TestWithParam<Param> {};
 TEST_P(TensorCoreCase, EveryPassIsWithinTheRoundingBoundOfTheFloat64Reference) {
   const auto [index, version, precision] = GetParam();
   const ConvCase& c = cases()[index];
+  if (version == kWgmma && !device_runs_wgmma()) GTEST_SKIP() << "this GPU or build has no wgmma (sm_90a)";
   ASSERT_EQ(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, c.desc, version), "");
   expect_within_bound(c, run_tc(c.desc, version, precision), c.name + " v" + std::to_string(version), precision);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, TensorCoreCase,
                          ::testing::Combine(::testing::Range<std::size_t>(0, cases().size()),
-                                            ::testing::Values(kWarp, kTiled, kPipelined, kChannelsLast),
+                                            ::testing::Values(kWarp, kTiled, kPipelined, kChannelsLast, kWgmma),
                                             ::testing::Values(kTf32, kBf16)),
                          case_name);
 
@@ -151,17 +162,25 @@ INSTANTIATE_TEST_SUITE_P(Cases, TensorCoreCase,
 // partials are summed in another order). Version 4 runs forward's and
 // backward-data's k in (r, s, c) order, not (c, r, s): within the bound;
 // its backward-weights sums the positions in version 1's order, so it
-// agrees bit for bit in one slice.
+// agrees bit for bit in one slice. Version 5 sums version 4's k in the same
+// order, slices of 8 (tf32; bf16 runs version 4's kernels): under sim it
+// gives version 4's bits in every pass.
 TEST(ConvTensorCore, TiledAndPipelinedAgreeWithTheirTwin) {
   for (TensorCorePrecision p : {kTf32, kBf16})
     for (const ConvCase& c : cases())
-      for (int version : {kTiled, kPipelined, kChannelsLast}) {
+      for (int version : runnable({kTiled, kPipelined, kChannelsLast, kWgmma})) {
         const std::string where = c.name + " " + kernels::precision_name(p) + " v" + std::to_string(version);
         const Outputs<float> twin = run_tc(c.desc, kWarp, p), tiled = run_tc(c.desc, version, p);
 #if !defined(__CUDACC__)
-        if (version != kChannelsLast) {
+        if (version != kChannelsLast && version != kWgmma) {
           EXPECT_EQ(tiled.y, twin.y) << where;
           EXPECT_EQ(tiled.dx, twin.dx) << where;
+        }
+        if (version == kWgmma) {
+          const Outputs<float> v4 = run_tc(c.desc, kChannelsLast, p);
+          EXPECT_EQ(tiled.y, v4.y) << where;
+          EXPECT_EQ(tiled.dx, v4.dx) << where;
+          EXPECT_EQ(tiled.dw, v4.dw) << where;
         }
         if (kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, c.desc, version) == 1) {
           EXPECT_EQ(tiled.dw, twin.dw) << where;
@@ -181,7 +200,7 @@ TEST(ConvTensorCoreLayer, RealLayersAreWithinTheRoundingBound) {
                                         {"resnet18_layer2", make(1, 128, 16, 16, 128, 3, 3, 1)}};
   for (TensorCorePrecision p : {kTf32, kBf16})
     for (const ConvCase& c : layers)
-      for (int version : {kTiled, kPipelined, kChannelsLast}) {
+      for (int version : runnable({kTiled, kPipelined, kChannelsLast, kWgmma})) {
         const Outputs<float> out = run_tc(c.desc, version, p);
         expect_within_bound(c, out, c.name + " v" + std::to_string(version), p);
         // Far inside the worst case: the errors of a real layer are random-signed.
@@ -349,8 +368,15 @@ TEST(ConvTensorCore, BadArgumentsNameTheProblem) {
   const Conv2dDesc d = make(1, 2, 5, 5, 2, 3, 3, 0);
   EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float64, d, kTiled).find("float32"),
             std::string::npos);
-  EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, d, 5).find("versions 1..4"),
+  EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, d, 6).find("versions 1..5"),
             std::string::npos);
+  // Version 5 runs where wgmma does, and says why not elsewhere.
+  if (device_runs_wgmma()) {
+    EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, d, kWgmma), "");
+  } else {
+    EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, d, kWgmma).find("sm_90a"),
+              std::string::npos);
+  }
   const Conv2dDesc huge = make(1 << 16, 64, 32, 32, 64, 3, 3, 1);
   EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, huge, kTiled).find("32 bits"),
             std::string::npos);
@@ -452,12 +478,13 @@ sim::KernelProfile profiled(const Conv2dDesc& d, ConvPass pass, int version, Ten
 // conflicts, and no request more than 2-way. Version 4's stages are
 // conflict-free both ways: the swizzled rows of forward and backward-data,
 // and backward-weights' k-major rows, which 8 lanes fill with one 128-byte
-// run.
+// run. So are version 5's: its copies fill a 128-byte swizzled row per
+// quarter warp, and its output tile is version 4's.
 TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
   if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
   const Conv2dDesc d = make(2, 16, 12, 12, 24, 3, 3, 1);
   for (TensorCorePrecision p : {kTf32, kBf16})
-    for (int version : {kTiled, kPipelined, kChannelsLast})
+    for (int version : {kTiled, kPipelined, kChannelsLast, kWgmma})
       for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
         const std::string where = std::string(conv_pass_name(pass)) + " v" + std::to_string(version) + " " +
                                   kernels::precision_name(p);
@@ -467,7 +494,7 @@ TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
         EXPECT_EQ(t.fmas, 0u) << where;
         EXPECT_GT(t.shared_load.requests, 0u) << where;
         EXPECT_EQ(t.shared_load.conflict_wavefronts, 0u) << where;
-        if (version == kTiled || version == kChannelsLast) {
+        if (version == kTiled || version == kChannelsLast || version == kWgmma) {
           EXPECT_EQ(t.shared_store.conflict_wavefronts, 0u) << where;
         } else {
           EXPECT_LE(t.shared_store.max_ways, 2u) << where;
@@ -485,6 +512,12 @@ TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
   // Version 4: the same tiles over the same 144 k (16 channels need no
   // padding), 9 stages of two k-steps.
   EXPECT_EQ(profiled(d, ConvPass::forward, kChannelsLast).tf32_fmas, 18u * 32 * 16 * 8 * 18);
+  // Version 5: 24 rows take the 64 x 128 tile (one warpgroup), 3 column
+  // tiles, 5 stages of 32 k (144 rounded up), four m64n128k8 each.
+  EXPECT_EQ(profiled(d, ConvPass::forward, kWgmma).tf32_fmas, 3u * 5 * 4 * 64 * 128 * 8);
+  // 70 rows take the 128 x 128 tile: two warpgroups, both live.
+  const Conv2dDesc wide = make(1, 4, 6, 6, 70, 1, 1, 0);
+  EXPECT_EQ(profiled(wide, ConvPass::forward, kWgmma).tf32_fmas, 2u * 1 * 4 * 64 * 128 * 8);
 }
 
 // Version 4 gathers 4 channels per 16-byte copy where version 3 copies one
@@ -496,10 +529,14 @@ TEST(ConvTensorCore, ChannelsLastGathersFourChannelsPerCopy) {
   if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
   const Conv2dDesc d = make(2, 16, 12, 12, 24, 3, 3, 1);
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
-    const sim::KernelProfile v3 = profiled(d, pass, kPipelined), v4 = profiled(d, pass, kChannelsLast);
-    EXPECT_GT(v4.global_load.requests, 0u) << conv_pass_name(pass);
-    EXPECT_LE(3 * v4.global_load.requests, v3.global_load.requests) << conv_pass_name(pass);
-    EXPECT_EQ(v4.global_load.bytes, 16 * v4.global_load.lanes) << conv_pass_name(pass);
+    const sim::KernelProfile v3 = profiled(d, pass, kPipelined);
+    for (int version : {kChannelsLast, kWgmma}) {
+      const sim::KernelProfile v = profiled(d, pass, version);
+      const std::string where = std::string(conv_pass_name(pass)) + " v" + std::to_string(version);
+      EXPECT_GT(v.global_load.requests, 0u) << where;
+      EXPECT_LE(3 * v.global_load.requests, v3.global_load.requests) << where;
+      EXPECT_EQ(v.global_load.bytes, 16 * v.global_load.lanes) << where;
+    }
   }
 }
 #endif
@@ -519,6 +556,11 @@ TEST(ConvTensorCore, ChannelsLastWorkspaceIsItsCopies) {
   EXPECT_EQ(bytes(ConvPass::backward_data), 4u * (2 * 5 * 5 * 24 + 13 * 9 * 24));
   ASSERT_EQ(kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, d, kChannelsLast), 1);
   EXPECT_EQ(bytes(ConvPass::backward_weights), 4u * (2 * 9 * 10 * 16 + 2 * 5 * 5 * 24));
+  // Version 5 makes the same copies.
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights})
+    EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_workspace_bytes(DType::float32, d, pass, kWgmma), bytes(pass))
+        << conv_pass_name(pass);
+  EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, d, kWgmma), 1);
   // 2 groups of Cg4 = Kg4 = 4 in both copies, then 4 slices of dw's 6 x 2 x 3 x 3.
   const ConvCase& split = named("split_k_4_groups");
   EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_workspace_bytes(DType::float32, split.desc,
