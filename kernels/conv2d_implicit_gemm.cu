@@ -855,7 +855,7 @@ std::string conv2d_implicit_gemm_channels_last_wgmma_cannot_implement() {
   if (!device_runs_wgmma())
     return "version 5 runs wgmma, which needs a compute capability 9.0 GPU and a build for sm_90a "
            "(CMAKE_CUDA_ARCHITECTURES with 90a)";
-  constexpr std::size_t bytes = channels_last::WgmmaTile<2>::kSharedBytes;
+  constexpr std::size_t bytes = std::max(channels_last::WgmmaTile<2>::kSharedBytes, channels_last::kWeightsSharedBytes);
   if (bytes > max_dynamic_shared_bytes())
     return detail::concat("version 5 needs ", bytes, " bytes of shared memory per block; this device offers ",
                           max_dynamic_shared_bytes());
@@ -932,7 +932,8 @@ void launch_conv2d_implicit_gemm_channels_last_mma_backward_data(TensorCorePreci
 
 void launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(TensorCorePrecision precision,
                                                                     const Conv2dDesc& d, const void* x,
-                                                                    const void* dy, void* dw, void* workspace) {
+                                                                    const void* dy, void* dw, void* workspace,
+                                                                    ChannelsLastProduct product) {
   if (!channels_last_weights_fit(d)) {
     launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(precision, d, x, dy, dw, workspace);
     return;
@@ -945,6 +946,7 @@ void launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(TensorCorePr
   float* img = static_cast<float*>(workspace);
   float* dyc = img + c.image;
   float* partials = dyc + c.rows;
+  const bool wgmma = precision == TensorCorePrecision::tf32 && product == ChannelsLastProduct::wgmma;
   const bool round = precision == TensorCorePrecision::tf32;
   to_channels_last(static_cast<const float*>(x), img, g.N, groups, g.Cg, g.HW, round);
   to_channels_last(static_cast<const float*>(dy), dyc, g.N, groups, g.Kg, g.PQ, round);
@@ -962,17 +964,27 @@ void launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(TensorCorePr
   const channels_last::WeightsOperands op{channels_last_patch(image_patch(g), groups, Cg4), img, dyc, Kg4,
                                           groups * Kg4};
   const int len = split.len > 0 ? split.len : std::max(pb.depth, 1);
-  with_mma_tag(precision, [&](auto tag) {
-    constexpr TensorCorePrecision P = decltype(tag)::kPrecision;
-    with_pipelined_tile(pb.M, pb.cols, groups, split.slices, [&](auto cfg) {
-      using Cfg = decltype(cfg);
-      const int n_tiles = static_cast<int>(ceil_div(pb.cols, Cfg::BlockTile::kN));
-      const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Cfg::BlockTile::kM) * n_tiles),
-                      static_cast<unsigned>(groups), static_cast<unsigned>(split.slices));
-      launch(channels_last::implicit_gemm_tc_v4_channels_last_weights<Cfg, channels_last::WeightsMath<P, Cfg>>, grid,
-             dim3(pipelined::kThreads), 0, nullptr, pb, op, n_tiles, len);
+  if (wgmma) {
+    using Tile = channels_last::WeightsTile;
+    const int n_tiles = static_cast<int>(ceil_div(pb.cols, Tile::BlockTile::kN));
+    const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Tile::BlockTile::kM) * n_tiles),
+                    static_cast<unsigned>(groups), static_cast<unsigned>(split.slices));
+    allow_dynamic_shared(channels_last::implicit_gemm_tc_v5_wgmma_weights, channels_last::kWeightsSharedBytes);
+    launch(channels_last::implicit_gemm_tc_v5_wgmma_weights, grid, dim3(Tile::kThreads),
+           channels_last::kWeightsSharedBytes, nullptr, pb, op, n_tiles, len);
+  } else {
+    with_mma_tag(precision, [&](auto tag) {
+      constexpr TensorCorePrecision P = decltype(tag)::kPrecision;
+      with_pipelined_tile(pb.M, pb.cols, groups, split.slices, [&](auto cfg) {
+        using Cfg = decltype(cfg);
+        const int n_tiles = static_cast<int>(ceil_div(pb.cols, Cfg::BlockTile::kN));
+        const dim3 grid(static_cast<unsigned>(ceil_div(pb.M, Cfg::BlockTile::kM) * n_tiles),
+                        static_cast<unsigned>(groups), static_cast<unsigned>(split.slices));
+        launch(channels_last::implicit_gemm_tc_v4_channels_last_weights<Cfg, channels_last::WeightsMath<P, Cfg>>,
+               grid, dim3(pipelined::kThreads), 0, nullptr, pb, op, n_tiles, len);
+      });
     });
-  });
+  }
   if (split.slices > 1) launch_sum_slices(DType::float32, partials, split.slices, dw_elems, dw);
 }
 

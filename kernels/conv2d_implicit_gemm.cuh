@@ -103,10 +103,9 @@ void launch_conv2d_implicit_gemm_pipelined_mma_backward_weights(TensorCorePrecis
 std::string conv2d_implicit_gemm_channels_last_cannot_implement(const Conv2dDesc& d);
 std::size_t conv2d_implicit_gemm_channels_last_workspace_bytes(const Conv2dDesc& d, ConvPass pass);
 int conv2d_implicit_gemm_channels_last_weight_slices(const Conv2dDesc& d);
-// Which instruction multiplies forward's and backward-data's stages:
-// mma.sync (version 4) or, in tf32, wgmma (version 5, sm_90a; in bf16 it
-// runs version 4's kernels). Version 5's copies, workspace and
-// backward-weights are version 4's.
+// Which instruction multiplies the stages: mma.sync (version 4) or, in
+// tf32, wgmma (version 5, sm_90a; in bf16 it runs version 4's kernels).
+// Version 5's copies, workspace and split-K are version 4's.
 enum class ChannelsLastProduct { mma_sync, wgmma };
 // Why version 5 cannot run here beyond what version 4 cannot: no wgmma on
 // this device or build, or too little shared memory.
@@ -119,6 +118,7 @@ void launch_conv2d_implicit_gemm_channels_last_mma_backward_data(TensorCorePreci
                                                                  void* workspace, ChannelsLastProduct product);
 void launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(TensorCorePrecision precision,
                                                                     const Conv2dDesc& d, const void* x,
-                                                                    const void* dy, void* dw, void* workspace);
+                                                                    const void* dy, void* dw, void* workspace,
+                                                                    ChannelsLastProduct product);
 
 }  // namespace convkit::CK_GPU_NS

@@ -68,6 +68,7 @@
 #include "kernels/conv2d_implicit_gemm_pipelined.cuh"
 #include "kernels/tensor_core.cuh"
 #include "kernels/warpgroup_mma.cuh"
+#include "kernels/warpgroup_stage.cuh"
 
 namespace convkit::CK_GPU_NS::channels_last {
 
@@ -248,8 +249,8 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_tc_v4
 }
 
 // ---------------------------------------------------------------------------
-// Version 5, wgmma (sm_90a): version 4's forward and backward-data, the
-// same copies and the same gathers, multiplied by Hopper's warpgroup
+// Version 5, wgmma (sm_90a): version 4's passes, the same copies and
+// (forward, backward-data) the same gathers, multiplied by Hopper's warpgroup
 // instruction instead of mma.sync (the step GEMM took from its v4 to v6,
 // kernels/gemm_tensor_core.cu, for the reason given there: mma.sync is
 // bound by instruction issue; one m64n128k8 wgmma is 64 mma.sync's work from
@@ -277,11 +278,10 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_tc_v4
 //   Outputs: the accumulators (mma.sync's C layout per 16 rows of a warp,
 //     convkit/sim/wgmma.h) go through version 4's output tile in shared
 //     memory and the problem's store (pipelined::store_tile).
-//   Scope: tf32 forward and backward-data. bf16 wgmma would need bf16
-//     stages (the copies hold float32; cp.async cannot convert), so in bf16
-//     version 5 runs version 4's kernels, and its backward-weights is version
-//     4's in both precisions (no layout makes the positions contiguous in
-//     both of its operands; tf32 wgmma cannot transpose).
+//   Scope: tf32. bf16 wgmma would need bf16 stages (the copies hold
+//     float32; cp.async cannot convert), so in bf16 version 5 runs version
+//     4's kernels. Backward-weights has its own kernel below
+//     (implicit_gemm_tc_v5_wgmma_weights): its operands are x-contiguous.
 //   Accumulation: per column, k in version 4's (r, s, c) order in slices of
 //     8, so under sim version 5 gives version 4's tf32 bits.
 // Written and tested on sim; no GPU has run it yet, and it is never the
@@ -552,6 +552,130 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks)
   const int k_steps = k_end > k_begin ? (k_end - k_begin + kTileK - 1) / kTileK : 0;
   pipelined::run_pipeline<float, Cfg>(k_steps, a_stages, b_stages, math, live, copy_step, acc);
   pipelined::store_tile<float, Cfg>(pb, grp, m0, n0, static_cast<int>(blockIdx.z), math, acc, a_stages);
+}
+
+// Version 5's backward-weights: version 4's channels-last x and dy copies
+// (rounded to tf32 as they are made), multiplied by wgmma. Its operands are
+// both x-contiguous (a 16-byte vector is 4 dy channels, or 4 x channels of
+// one tap, at one position) and tf32 wgmma reads K-major (position-major)
+// stages only, so the stages go through registers, as GEMM v7's do: each
+// thread loads a 4 x 4 block of each operand (4 vectors at 4 consecutive
+// positions), and stores it transposed into a 128-byte swizzled
+// stage of 32 positions (kernels/warpgroup_stage.cuh: the rotated order
+// that keeps the stores conflict-free). Two stages in shared memory and one
+// in registers, v7's pipeline: issue stage t's wgmma, wait for t - 1's,
+// barrier, store t + 1 from the registers, load t + 2, barrier. 128 x 128
+// tiles of two warpgroups (a warpgroup whose rows are past the product
+// issues nothing); version 4's split-K slices (blockIdx.z) and store.
+// Positions run in order, in slices of 8: under sim the sums are version
+// 4's, bit for bit.
+inline constexpr int kWeightsSlots = 2;
+using WeightsTile = WgmmaTile<2>;
+inline constexpr std::size_t kWeightsSharedBytes =
+    (kWeightsSlots * WeightsTile::kStageBytes > WeightsTile::BlockTile::kM * (WeightsTile::BlockTile::kN + 8) * 4
+         ? kWeightsSlots * WeightsTile::kStageBytes
+         : WeightsTile::BlockTile::kM * (WeightsTile::BlockTile::kN + 8) * 4) +
+    1024;  // the output tile is larger than the two stages; + wgmma_aligned's skip
+
+__global__ void __launch_bounds__(WeightsTile::kThreads, 1)
+    implicit_gemm_tc_v5_wgmma_weights(WeightsProblem pb, WeightsOperands op, int n_tiles, int slice_len) {
+  using namespace wgmma_stages;
+  constexpr TensorCorePrecision kTf32 = TensorCorePrecision::tf32;
+  constexpr int BM = WeightsTile::BlockTile::kM, BN = WeightsTile::BlockTile::kN;
+  static_assert(BM == 128 && BN == 128 && WeightsTile::kThreads == 256, "warpgroup_stage's 4 x 4 blocks");
+  CK_DYNAMIC_SHARED(unsigned char, raw);
+  unsigned char* const smem = dev::wgmma_aligned(raw);
+  const std::uint32_t smem_address = dev::shared_address(smem);
+  const PatchShape& ps = op.ps;
+  const int tid = static_cast<int>(threadIdx.x), grp = static_cast<int>(blockIdx.y), warpgroup = tid / 128;
+  const int m0 = static_cast<int>(blockIdx.x) / n_tiles * BM, n0 = static_cast<int>(blockIdx.x) % n_tiles * BN;
+  const int k_begin = static_cast<int>(blockIdx.z) * slice_len;
+  const int k_end = pb.depth < k_begin + slice_len ? pb.depth : k_begin + slice_len;
+  const bool live = m0 + warpgroup * 64 < pb.M;
+  const auto slot = [&](int t) { return smem + t % kWeightsSlots * WeightsTile::kStageBytes; };
+
+  // This thread's blocks: rows (A: dy channels, B: columns) x0..x0+3 at
+  // positions j..j+3 of each stage. A column block is one tap's 4 channels.
+  const int x0 = 4 * warpgroup_stage::block_x();
+  const bool a_inside = m0 + x0 < op.Kg4;
+  const float* const a_at = op.dy + grp * op.Kg4 + m0 + x0;
+  const int col = n0 + x0;
+  const bool b_inside = col < pb.cols;
+  const int S = ps.S > 0 ? ps.S : 1;
+  const Digits tap = pipelined::to_digits(b_inside ? col : 0, S, ps.Cg);
+  const int tr = tap.hi * ps.th + ps.oh, ts = tap.mid * ps.tw + ps.ow;
+  const float* const b_at = op.img + grp * ps.Cg + tap.lo;
+  int j = k_begin + 4 * warpgroup_stage::block_k();
+  Digits pos = pipelined::to_digits(j, ps.P, ps.Q);
+  const Digits pos_step = pipelined::to_digits(kDepth, ps.P, ps.Q), next = pipelined::to_digits(1, ps.P, ps.Q);
+  float av[4][4], bv[4][4];
+  const auto load = [&]() {
+    Digits at = pos;
+    CK_UNROLL
+    for (int kk = 0; kk < 4; ++kk) {
+      const bool in_slice = j + kk < k_end;
+      if (a_inside && in_slice) {
+        dev::load16(a_at + (j + kk) * op.dy_ld, av[kk]);
+      } else {
+        CK_UNROLL
+        for (int e = 0; e < 4; ++e) av[kk][e] = 0.0f;
+      }
+      const int h = at.mid * ps.ah + tr, w = at.lo * ps.aw + ts;
+      if (b_inside && in_slice && static_cast<unsigned>(h) < static_cast<unsigned>(ps.H) &&
+          static_cast<unsigned>(w) < static_cast<unsigned>(ps.W)) {
+        dev::load16(b_at + ((at.hi * ps.H + h) * ps.W + w) * ps.C, bv[kk]);
+      } else {
+        CK_UNROLL
+        for (int e = 0; e < 4; ++e) bv[kk][e] = 0.0f;
+      }
+      pipelined::add_digits(at, next, ps.P, ps.Q);
+    }
+    pipelined::add_digits(pos, pos_step, ps.P, ps.Q);
+    j += kDepth;
+  };
+  const auto store = [&](unsigned char* stage) {
+    warpgroup_stage::store_block_transposed<kTf32, true>(stage, av);
+    warpgroup_stage::store_block_transposed<kTf32, true>(stage + WeightsTile::kABytes, bv);
+  };
+
+  const int stages = k_end > k_begin ? (k_end - k_begin + kDepth - 1) / kDepth : 0;
+  float acc[kAccumulators];
+  CK_UNROLL
+  for (int i = 0; i < kAccumulators; ++i) acc[i] = 0.0f;
+  dev::wgmma_fence_operands<kAccumulators>(acc);
+  for (int t = 0; t < 2 && t < stages; ++t) {
+    load();
+    if (t == 0) store(slot(0));
+  }
+  dev::fence_proxy_async();
+  __syncthreads();
+  for (int t = 0; t < stages; ++t) {
+    if (live) {
+      const std::uint32_t stage = smem_address + static_cast<std::uint32_t>(slot(t) - smem);
+      const std::uint32_t a_rows = stage + static_cast<std::uint32_t>(warpgroup * 64 * kRowBytes);
+      const std::uint32_t b_rows = stage + static_cast<std::uint32_t>(WeightsTile::kABytes);
+      dev::wgmma_fence_operands<kAccumulators>(acc);
+      dev::wgmma_fence();
+      CK_UNROLL
+      for (int s = 0; s < kDepth / kSliceK; ++s)
+        dev::wgmma_m64n128k8_tf32(acc, dev::swizzle128_descriptor(a_rows + 4 * kSliceK * s),
+                                  dev::swizzle128_descriptor(b_rows + 4 * kSliceK * s), true);
+      dev::wgmma_commit();
+      dev::wgmma_fence_operands<kAccumulators>(acc);
+    }
+    dev::wgmma_wait<1>();  // this warpgroup's wgmma of t - 1 are done
+    __syncthreads();       // ... and every warpgroup's: the other slot is free
+    if (t + 1 < stages) {
+      store(slot(t + 1));
+      dev::fence_proxy_async();
+    }
+    if (t + 2 < stages) load();
+    __syncthreads();  // stage t + 1 is whole
+  }
+  dev::wgmma_wait<0>();
+  dev::wgmma_fence_operands<kAccumulators>(acc);
+  pipelined::store_tile<float, WeightsTile>(pb, grp, m0, n0, static_cast<int>(blockIdx.z), WgmmaOutputs{}, acc,
+                                            reinterpret_cast<float*>(smem));
 }
 
 }  // namespace convkit::CK_GPU_NS::channels_last

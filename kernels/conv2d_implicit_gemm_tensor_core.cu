@@ -363,9 +363,10 @@ void register_conv2d_implicit_gemm_tensor_core_family() {
          "v4 channels-last: every pass on channels-last copies of its operands, gathered 16 bytes (4 channels) "
          "per cp.async: forward and backward-data into swizzled x-major stages of 16 k, backward-weights into "
          "v3's k-major stages, 4 channels of one position per copy\n"
-         "v5 wgmma: v4's copies and gathers, forward and backward-data in tf32 multiplied by m64n128k8 wgmma "
-         "from 128-byte swizzled stages of 32 k, 128x128 or 64x128 tiles of one or two warpgroups; bf16 and "
-         "backward-weights as v4; on sm_90a and sim"});
+         "v5 wgmma: v4's copies, every pass in tf32 multiplied by m64n128k8 wgmma from 128-byte swizzled "
+         "stages of 32 k: forward and backward-data gathered as v4 into 128x128 or 64x128 tiles of one or two "
+         "warpgroups, backward-weights staged through registers and stored transposed; bf16 as v4; on sm_90a "
+         "and sim"});
     return true;
   }();
   (void)registered;
@@ -483,7 +484,8 @@ void launch_conv2d_implicit_gemm_tensor_core_backward_weights(TensorCorePrecisio
   CK_CHECK(needed == 0 || workspace != nullptr, "conv2d_implicit_gemm_tensor_core backward-weights: needs ", needed,
            " bytes of workspace but workspace is null; descriptor ", d.str());
   if (runs_channels_last(version)) {
-    launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(precision, d, x, dy, dw, workspace);
+    launch_conv2d_implicit_gemm_channels_last_mma_backward_weights(precision, d, x, dy, dw, workspace,
+                                                                   product_of(version));
     return;
   }
   if (runs_version5(version)) {

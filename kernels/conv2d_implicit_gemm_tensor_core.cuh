@@ -32,12 +32,13 @@
 //     and dy, into version 3's k-major stages, or version 3's own where
 //     those copies pass workspace_limit
 //     (kernels/conv2d_implicit_gemm_channels_last.cuh)
-//   5 wgmma: version 4's copies, gathers and workspace, forward and
-//     backward-data multiplied in tf32 by Hopper's m64n128k8 wgmma from
-//     128-byte swizzled stages, in 128x128 or 64x128 tiles of one or two
-//     warpgroups; bf16 and backward-weights run version 4's kernels. Only
-//     where wgmma runs: a compute capability 9.0 GPU with a build for sm_90a,
-//     and sim
+//   5 wgmma: version 4's copies, workspace and split-K, every pass
+//     multiplied in tf32 by Hopper's m64n128k8 wgmma from 128-byte swizzled
+//     stages: forward and backward-data with version 4's gathers, in 128x128
+//     or 64x128 tiles of one or two warpgroups; backward-weights staged
+//     through registers and stored transposed (position-major); bf16 runs
+//     version 4's kernels. Only where wgmma runs: a compute capability 9.0
+//     GPU with a build for sm_90a, and sim
 #include <cstddef>
 #include <string>
 

@@ -31,6 +31,7 @@
 #include "kernels/tensor_core.cuh"
 #include "kernels/vector_access.cuh"
 #include "kernels/warpgroup_mma.cuh"
+#include "kernels/warpgroup_stage.cuh"
 
 namespace convkit::CK_GPU_NS {
 
@@ -931,11 +932,10 @@ __global__ void __launch_bounds__(v6::kThreads, 2) gemm_tc_v6_wgmma(TcOperands p
 //     64-byte swizzle. A k-contiguous operand is loaded as v6 copies it;
 //     an x-contiguous one (A transposed, B not) as a 4 x 4 block per thread,
 //     four 16-byte loads along x at four k, and stored transposed: four rows
-//     of 4 k. Which of its four rows a thread stores first rotates with the
-//     lane, so that the 8 (16-byte stores) or 16 (8-byte) lanes of a phase
-//     land on distinct banks: (e + lane / 2) % 4 for tf32, (e + lane / 4) % 4
-//     for bf16, with lane pairs (even, odd) on neighbouring k (checked by the
-//     sim profile test in every layout).
+//     of 4 k, in a per-lane rotated order that keeps every store phase
+//     conflict-free (kernels/warpgroup_stage.cuh, shared with the
+//     tensor-core conv's backward-weights; checked by the sim profile test
+//     in every layout).
 //   Pipeline: two stages in shared memory and one in registers. Per stage t:
 //     issue the wgmma of t; wait for this warpgroup's wgmma of t - 1; a
 //     barrier (every warpgroup is done with the other stage); store stage
@@ -965,32 +965,6 @@ template <TensorCorePrecision P>
 inline constexpr std::size_t kSharedBytes = kSlots * 2 * kOperandBytes<P> + 1024;  // + what wgmma_aligned may skip
 }  // namespace v7
 
-// Byte offset, in a stage of precision P, of k = 4kq..4kq+3 of row x: a
-// 16-byte unit of the 128-byte swizzle (tf32), or half of one of the 64-byte
-// swizzle (bf16).
-template <TensorCorePrecision P>
-__device__ __forceinline__ int v7_offset(int x, int kq) {
-  if constexpr (P == TensorCorePrecision::tf32) {
-    return x * 128 + ((kq ^ (x % 8)) * 16);
-  } else {
-    return x * 64 + (((kq / 2) ^ ((x % 8) >> 1)) * 16) + (kq % 2) * 8;
-  }
-}
-
-// Converts X(x, 4kq..4kq+3) and stores it at its place in the stage.
-template <TensorCorePrecision P>
-__device__ __forceinline__ void v7_store(unsigned char* stage, int x, int kq, const float* v) {
-  if constexpr (P == TensorCorePrecision::tf32) {
-    float r[4];
-    CK_UNROLL
-    for (int e = 0; e < 4; ++e) r[e] = dev::tf32_rounded(v[e]);
-    dev::store16(reinterpret_cast<float*>(stage + v7_offset<P>(x, kq)), r);
-  } else {
-    const float w[2] = {__uint_as_float(dev::pack_bf16x2(v[0], v[1])), __uint_as_float(dev::pack_bf16x2(v[2], v[3]))};
-    dev::store8(reinterpret_cast<float*>(stage + v7_offset<P>(x, kq)), w);
-  }
-}
-
 // Four floats from p, of which `inside` (0..4) lie in the operand: one
 // 16-byte load when all four do and Vec (p 16-byte aligned), else one by one.
 template <bool Vec>
@@ -1013,13 +987,6 @@ struct V7Stager {
   // k-contiguous: chunk column c and first row (v6's copy layout).
   __device__ __forceinline__ static int column() { return static_cast<int>(threadIdx.x % 8); }
   __device__ __forceinline__ static int row() { return static_cast<int>(threadIdx.x / 8); }
-  // x-contiguous: the thread's 4 x 4 block, x = 4xg.., k = 4kg..; lanes of a
-  // pair sit on neighbouring kg, so that a bf16 store phase covers both
-  // halves of the 16-byte units.
-  __device__ __forceinline__ static int xg() {
-    return static_cast<int>(16 * (threadIdx.x / 32 % 2) + threadIdx.x % 32 / 2);
-  }
-  __device__ __forceinline__ static int kg() { return static_cast<int>(2 * (threadIdx.x / 64) + threadIdx.x % 2); }
 
   __device__ __forceinline__ void load(const float* p, std::int64_t ld, std::int64_t x0, std::int64_t x_limit,
                                        std::int64_t k0, std::int64_t K) {
@@ -1032,11 +999,12 @@ struct V7Stager {
         v7_load4<Vec>(p + x * ld + k, x < x_limit ? k_inside : 0, v[r]);
       }
     } else {
-      const std::int64_t x = x0 + 4 * xg();
+      // x-contiguous: the thread's 4 x 4 block (kernels/warpgroup_stage.cuh).
+      const std::int64_t x = x0 + 4 * warpgroup_stage::block_x();
       const int x_inside = x >= x_limit ? 0 : x_limit - x < 4 ? static_cast<int>(x_limit - x) : 4;
       CK_UNROLL
       for (int kk = 0; kk < 4; ++kk) {
-        const std::int64_t k = k0 + 4 * kg() + kk;
+        const std::int64_t k = k0 + 4 * warpgroup_stage::block_k() + kk;
         v7_load4<Vec>(p + k * ld + x, k < K ? x_inside : 0, v[kk]);
       }
     }
@@ -1045,18 +1013,9 @@ struct V7Stager {
   __device__ __forceinline__ void store(unsigned char* stage) const {
     if constexpr (!XContig) {
       CK_UNROLL
-      for (int r = 0; r < 4; ++r) v7_store<P>(stage, row() + 32 * r, column(), v[r]);
+      for (int r = 0; r < 4; ++r) warpgroup_stage::store4<P>(stage, row() + 32 * r, column(), v[r]);
     } else {
-      const int lane = static_cast<int>(threadIdx.x % 32);
-      const int turn = P == TensorCorePrecision::tf32 ? lane / 2 : lane / 4;
-      CK_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        const int s = (e + turn) % 4;  // the block's row this lane stores now
-        float u[4];
-        CK_UNROLL
-        for (int kk = 0; kk < 4; ++kk) u[kk] = s == 0 ? v[kk][0] : s == 1 ? v[kk][1] : s == 2 ? v[kk][2] : v[kk][3];
-        v7_store<P>(stage, 4 * xg() + s, kg(), u);
-      }
+      warpgroup_stage::store_block_transposed<P>(stage, v);
     }
   }
 };
