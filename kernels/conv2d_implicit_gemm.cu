@@ -746,6 +746,7 @@ void run_channels_last_in(const Problem& pb, const channels_last::Operands& op, 
            dim3(pipelined::kThreads), 0, nullptr, pb, op, n_tiles);
   });
 }
+
 // Version 5's tile: 128 x 128 where the product has more than 64 rows, else
 // 64 x 128. (Where 128 x 128 tiles leave SMs idle, 64 x 128 might win: a
 // choice for a GPU's timings, not made here.)
@@ -855,7 +856,8 @@ std::string conv2d_implicit_gemm_channels_last_wgmma_cannot_implement() {
   if (!device_runs_wgmma())
     return "version 5 runs wgmma, which needs a compute capability 9.0 GPU and a build for sm_90a "
            "(CMAKE_CUDA_ARCHITECTURES with 90a)";
-  constexpr std::size_t bytes = std::max(channels_last::WgmmaTile<2>::kSharedBytes, channels_last::kWeightsSharedBytes);
+  constexpr std::size_t bytes =
+      std::max(channels_last::WgmmaTile<2>::kSharedBytes, channels_last::kWeightsSharedBytes);
   if (bytes > max_dynamic_shared_bytes())
     return detail::concat("version 5 needs ", bytes, " bytes of shared memory per block; this device offers ",
                           max_dynamic_shared_bytes());

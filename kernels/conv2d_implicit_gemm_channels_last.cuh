@@ -270,11 +270,10 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_tc_v4
 //     is 128 x 128 of the product (two blocks per SM at 97 KB), W = 1 is
 //     64 x 128 (three per SM at 73 KB), for products of at most 64 rows
 //     (the 32- and 64-channel layers). Three stages of 32 k; per stage,
-//     GEMM v6's order: wait for this
-//     thread's copies, fence.proxy.async (the copies are generic-proxy
-//     writes, wgmma reads through the async proxy), wait for this
-//     warpgroup's wgmma of the previous stage, barrier, copy stage t + 2 into
-//     the slot just freed, issue stage t's four wgmma.
+//     GEMM v6's order: wait for this thread's copies, fence.proxy.async (the
+//     copies are generic-proxy writes, wgmma reads through the async proxy),
+//     wait for this warpgroup's wgmma of the previous stage, barrier, copy
+//     stage t + 2 into the slot just freed, issue stage t's four wgmma.
 //   Outputs: the accumulators (mma.sync's C layout per 16 rows of a warp,
 //     convkit/sim/wgmma.h) go through version 4's output tile in shared
 //     memory and the problem's store (pipelined::store_tile).

@@ -54,6 +54,10 @@ inline constexpr int kImplicitGemmTcTiledVersion = 2;
 inline constexpr int kImplicitGemmTcPipelinedVersion = 3;
 inline constexpr int kImplicitGemmTcChannelsLastVersion = 4;
 inline constexpr int kImplicitGemmTcWgmmaVersion = 5;
+// The newest version conv benchmark mode may time. A tuner picks by speed
+// alone, so a version joins its candidates once a GPU has passed its tests:
+// version 5's wgmma has run only on sim's emulation (pin it to try it).
+inline constexpr int kImplicitGemmTcNewestTunedVersion = kImplicitGemmTcChannelsLastVersion;
 
 // Registers the "conv2d_implicit_gemm_tensor_core" family (idempotent).
 void register_conv2d_implicit_gemm_tensor_core_family();

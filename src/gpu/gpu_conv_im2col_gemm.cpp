@@ -202,12 +202,14 @@ class Im2colGemmGpuConv final : public conv::ConvAlgorithm {
   }
 
   // Reduced precision times the tensor-core family where it can run the
-  // descriptor (its version 4 is a candidate there), else the strict one.
+  // descriptor (its version 4 is a candidate there; version 5 not before a
+  // GPU has run it, kImplicitGemmTcNewestTunedVersion), else the strict one.
   KernelChoices kernel_choices(const Conv2dDesc& desc, DType dtype) const override {
     if (allow_tf32() && dtype == DType::float32) {
       register_conv2d_implicit_gemm_tensor_core_family();
       KernelChoices tc = kernel_choices_of("conv2d_implicit_gemm_tensor_core", [&](int v) {
-        return conv2d_implicit_gemm_tensor_core_cannot_implement(dtype, desc, v).empty();
+        return v <= kImplicitGemmTcNewestTunedVersion &&
+               conv2d_implicit_gemm_tensor_core_cannot_implement(dtype, desc, v).empty();
       });
       if (!tc.versions.empty() || reduced_precision_version(desc, dtype) != 0) return tc;
     }

@@ -144,8 +144,9 @@ TEST(ConvAlgoSelection, ThreadsSelectingOneDescriptorTogetherTimeItOnce) {
 
 // On a GPU backend (sim runs its code) each algorithm names the kernel
 // family it runs and the versions worth timing: reduced precision times the
-// tensor-core conv's default (3) and its candidate 4; a pinned family is
-// left as the user pinned it.
+// tensor-core conv's default (3) and its candidate 4 (not 5, whose wgmma no
+// GPU has run yet, though sim runs it); a pinned family is left as the user
+// pinned it.
 TEST(ConvAlgoSelection, AGpuBackendNamesTheKernelVersionsWorthTiming) {
   Backend& sim = backend_for(kSim);
   const Conv2dDesc d = make_conv2d_desc({2, 8, 8, 8}, {8, 8, 3, 3}, Conv2dParams().stride(2).padding(1));

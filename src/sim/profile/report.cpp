@@ -134,7 +134,7 @@ std::string format_profile(const std::vector<KernelProfile>& profiles, const Gpu
                   static_cast<unsigned long long>(p.fmas), static_cast<unsigned long long>(p.barriers),
                   KernelProfile::per_request(p.barriers, p.blocks), static_cast<unsigned long long>(p.warp_builtins));
     if (p.tf32_fmas + p.bf16_fmas > 0)
-      out += format("  tensor-core FMAs: tf32 %llu, bf16 %llu (mma.sync)\n",
+      out += format("  tensor-core FMAs: tf32 %llu, bf16 %llu (mma.sync, wgmma)\n",
                     static_cast<unsigned long long>(p.tf32_fmas), static_cast<unsigned long long>(p.bf16_fmas));
     out += request_line("global load", p.global_load, false);
     out += request_line("global store", p.global_store, false);
