@@ -287,11 +287,11 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_tc_v4
 // default until one has (CONVKIT_KERNEL_CONV2D_IMPLICIT_GEMM_TENSOR_CORE=5).
 namespace wgmma_stages {
 inline constexpr int kDepth = 32;  // floats of k per stage: one 128-byte row
-inline constexpr int kSliceK = 8;   // k per wgmma (tf32)
 inline constexpr int kStages = 3;
 inline constexpr int kRowBytes = kDepth * 4;
 inline constexpr int kUnits = kDepth / kVec;  // 16-byte units per row: 8
 inline constexpr int kAccumulators = 64;       // m64n128 over a warpgroup's 128 threads
+static_assert(kDepth == 32, "a stage is dev::wgmma_tf32_stage's 32 k");
 }  // namespace wgmma_stages
 
 template <int Warpgroups>
@@ -414,16 +414,8 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_gemm_tc_v5_wgmma(P
     dev::cp_async_commit();
     if (live) {
       const std::uint32_t stage = smem_address + static_cast<std::uint32_t>(slot * Tile::kStageBytes);
-      const std::uint32_t a_rows = stage + static_cast<std::uint32_t>(warpgroup * 64 * kRowBytes);
-      const std::uint32_t b_rows = stage + static_cast<std::uint32_t>(Tile::kABytes);
-      dev::wgmma_fence_operands<kAccumulators>(acc);
-      dev::wgmma_fence();
-      CK_UNROLL
-      for (int j = 0; j < kDepth / kSliceK; ++j)
-        dev::wgmma_m64n128k8_tf32(acc, dev::swizzle128_descriptor(a_rows + 4 * kSliceK * j),
-                                  dev::swizzle128_descriptor(b_rows + 4 * kSliceK * j), true);
-      dev::wgmma_commit();
-      dev::wgmma_fence_operands<kAccumulators>(acc);
+      dev::wgmma_tf32_stage(acc, stage + static_cast<std::uint32_t>(warpgroup * 64 * kRowBytes),
+                            stage + static_cast<std::uint32_t>(Tile::kABytes));
     }
   }
   dev::wgmma_wait<0>();
@@ -651,16 +643,8 @@ __global__ void __launch_bounds__(WeightsTile::kThreads, 1)
   for (int t = 0; t < stages; ++t) {
     if (live) {
       const std::uint32_t stage = smem_address + static_cast<std::uint32_t>(slot(t) - smem);
-      const std::uint32_t a_rows = stage + static_cast<std::uint32_t>(warpgroup * 64 * kRowBytes);
-      const std::uint32_t b_rows = stage + static_cast<std::uint32_t>(WeightsTile::kABytes);
-      dev::wgmma_fence_operands<kAccumulators>(acc);
-      dev::wgmma_fence();
-      CK_UNROLL
-      for (int s = 0; s < kDepth / kSliceK; ++s)
-        dev::wgmma_m64n128k8_tf32(acc, dev::swizzle128_descriptor(a_rows + 4 * kSliceK * s),
-                                  dev::swizzle128_descriptor(b_rows + 4 * kSliceK * s), true);
-      dev::wgmma_commit();
-      dev::wgmma_fence_operands<kAccumulators>(acc);
+      dev::wgmma_tf32_stage(acc, stage + static_cast<std::uint32_t>(warpgroup * 64 * kRowBytes),
+                            stage + static_cast<std::uint32_t>(WeightsTile::kABytes));
     }
     dev::wgmma_wait<1>();  // this warpgroup's wgmma of t - 1 are done
     __syncthreads();       // ... and every warpgroup's: the other slot is free

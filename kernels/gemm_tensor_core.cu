@@ -774,7 +774,6 @@ __global__ void __launch_bounds__(v4::kThreads, 2) gemm_tc_v5_rounded_stages(TcO
 namespace v6 {
 constexpr int kTile = 128;                                // block tile, M and N
 constexpr int kStageK = 32;                               // floats of k per stage: one 128-byte row
-constexpr int kSliceK = 8;                                // k per wgmma (tf32)
 constexpr int kStages = 3;
 constexpr int kThreads = 256;                             // two warpgroups
 constexpr int kRowBytes = kStageK * 4;                    // 128
@@ -784,6 +783,7 @@ constexpr int kRowsPerPass = kThreads / (kStageK / 4);    // 32 rows copied per 
 constexpr int kChunks = kTile / kRowsPerPass;             // 16-byte chunks per thread and operand: 4
 constexpr int kAccumulators = 64 * 128 / 128;             // m64n128 over a warpgroup's 128 threads
 constexpr std::size_t kSharedBytes = kStages * kStageBytes + 1024;  // + what wgmma_aligned may skip
+static_assert(kStageK == 32, "a stage is dev::wgmma_tf32_stage's 32 k");
 }  // namespace v6
 
 // A thread's share of one operand's copies (k-contiguous: row x of the tile
@@ -842,12 +842,6 @@ struct V6Copier {
   }
 };
 
-// The descriptor of k-slice j of one operand's stage at shared address
-// `rows` (64 or 128 rows of 128 bytes).
-__device__ __forceinline__ std::uint64_t v6_descriptor(std::uint32_t rows, int j) {
-  return dev::swizzle128_descriptor(rows + static_cast<std::uint32_t>(j * v6::kSliceK * 4));
-}
-
 // v6's and v7's epilogue: a warpgroup's 64 x 128 of C from its m64n128
 // accumulators, N/8 mma.m16n8 tiles per warp (convkit/sim/wgmma.h).
 __device__ __forceinline__ void store_warpgroup_tile(const TcOperands& p, float* c, std::int64_t m0, std::int64_t n0,
@@ -903,13 +897,7 @@ __global__ void __launch_bounds__(v6::kThreads, 2) gemm_tc_v6_wgmma(TcOperands p
       const std::uint32_t a_rows = smem_address + static_cast<std::uint32_t>(t % kStages * kStageBytes +
                                                                              warpgroup * 64 * kRowBytes);
       const std::uint32_t b_rows = smem_address + static_cast<std::uint32_t>(t % kStages * kStageBytes + kOperandBytes);
-      dev::wgmma_fence_operands<kAccumulators>(acc);
-      dev::wgmma_fence();
-      CK_UNROLL
-      for (int j = 0; j < kStageK / kSliceK; ++j)
-        dev::wgmma_m64n128k8_tf32(acc, v6_descriptor(a_rows, j), v6_descriptor(b_rows, j), true);
-      dev::wgmma_commit();
-      dev::wgmma_fence_operands<kAccumulators>(acc);
+      dev::wgmma_tf32_stage(acc, a_rows, b_rows);
     }
     dev::wgmma_wait<0>();
     dev::wgmma_fence_operands<kAccumulators>(acc);

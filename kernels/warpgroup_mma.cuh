@@ -26,6 +26,8 @@
 //   dev::fence_proxy_async()      fence.proxy.async.shared::cta: makes this
 //       thread's ordinary shared-memory writes visible to wgmma's operand
 //       reads (the async proxy), before the barrier that publishes them
+//   dev::wgmma_tf32_stage(d, a_rows, b_rows)  a stage of 32 k in tf32 from
+//       128-byte swizzled rows: four m64n128k8, fenced and committed
 //
 // All but the descriptor, the address and the proxy fence are
 // warpgroup-collective: the 128 threads of the warpgroup call them together.
@@ -185,6 +187,20 @@ __device__ __forceinline__ void wgmma_m64n128k16_bf16(float* d, std::uint64_t de
 }
 
 #endif
+
+// One stage's products in tf32: the four m64n128k8 of 32 k, both operands
+// rows of 128 bytes in the 128-byte swizzle starting at shared addresses
+// a_rows (64 rows) and b_rows (128 rows), k-slice j 32 bytes into the rows;
+// fenced around and committed as one group. Warpgroup-collective.
+__device__ __forceinline__ void wgmma_tf32_stage(float* acc, std::uint32_t a_rows, std::uint32_t b_rows) {
+  wgmma_fence_operands<64>(acc);
+  wgmma_fence();
+  CK_UNROLL
+  for (int j = 0; j < 4; ++j)
+    wgmma_m64n128k8_tf32(acc, swizzle128_descriptor(a_rows + 32 * j), swizzle128_descriptor(b_rows + 32 * j), true);
+  wgmma_commit();
+  wgmma_fence_operands<64>(acc);
+}
 
 // Dynamic shared memory from its first multiple of 1024 bytes of shared
 // address, where the 128-byte swizzle's atoms must start (the swizzles work
