@@ -61,6 +61,7 @@
 // (MmaMath), each stage row a position, 16 deep (WeightsMath). With the
 // 64-wide tiles a thread copies two vectors per operand and stage where
 // version 3 copies 4 elements of each per 8 positions, 4 bytes at a time.
+#include <algorithm>
 #include <cstdint>
 
 #include "convkit/sim/cuda_compat.h"
@@ -562,11 +563,11 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks)
 // 4's, bit for bit.
 inline constexpr int kWeightsSlots = 2;
 using WeightsTile = WgmmaTile<2>;
+// The output tile (pipelined::store_tile's rows of kN + 8) is larger than
+// the two stages; + wgmma_aligned's skip.
 inline constexpr std::size_t kWeightsSharedBytes =
-    (kWeightsSlots * WeightsTile::kStageBytes > WeightsTile::BlockTile::kM * (WeightsTile::BlockTile::kN + 8) * 4
-         ? kWeightsSlots * WeightsTile::kStageBytes
-         : WeightsTile::BlockTile::kM * (WeightsTile::BlockTile::kN + 8) * 4) +
-    1024;  // the output tile is larger than the two stages; + wgmma_aligned's skip
+    std::max(kWeightsSlots * WeightsTile::kStageBytes,
+             WeightsTile::BlockTile::kM * (WeightsTile::BlockTile::kN + 8) * 4) + 1024;
 
 __global__ void __launch_bounds__(WeightsTile::kThreads, 1)
     implicit_gemm_tc_v5_wgmma_weights(WeightsProblem pb, WeightsOperands op, int n_tiles, int slice_len) {
@@ -605,20 +606,13 @@ __global__ void __launch_bounds__(WeightsTile::kThreads, 1)
     CK_UNROLL
     for (int kk = 0; kk < 4; ++kk) {
       const bool in_slice = j + kk < k_end;
-      if (a_inside && in_slice) {
-        dev::load16(a_at + (j + kk) * op.dy_ld, av[kk]);
-      } else {
-        CK_UNROLL
-        for (int e = 0; e < 4; ++e) av[kk][e] = 0.0f;
-      }
+      const bool a_copy = a_inside && in_slice;
+      warpgroup_stage::load4<true>(a_copy ? a_at + (j + kk) * op.dy_ld : op.dy, a_copy ? 4 : 0, av[kk]);
       const int h = at.mid * ps.ah + tr, w = at.lo * ps.aw + ts;
-      if (b_inside && in_slice && static_cast<unsigned>(h) < static_cast<unsigned>(ps.H) &&
-          static_cast<unsigned>(w) < static_cast<unsigned>(ps.W)) {
-        dev::load16(b_at + ((at.hi * ps.H + h) * ps.W + w) * ps.C, bv[kk]);
-      } else {
-        CK_UNROLL
-        for (int e = 0; e < 4; ++e) bv[kk][e] = 0.0f;
-      }
+      const bool b_copy = b_inside && in_slice && static_cast<unsigned>(h) < static_cast<unsigned>(ps.H) &&
+                          static_cast<unsigned>(w) < static_cast<unsigned>(ps.W);
+      warpgroup_stage::load4<true>(b_copy ? b_at + ((at.hi * ps.H + h) * ps.W + w) * ps.C : op.img,
+                                   b_copy ? 4 : 0, bv[kk]);
       pipelined::add_digits(at, next, ps.P, ps.Q);
     }
     pipelined::add_digits(pos, pos_step, ps.P, ps.Q);

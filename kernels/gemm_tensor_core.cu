@@ -953,18 +953,6 @@ template <TensorCorePrecision P>
 inline constexpr std::size_t kSharedBytes = kSlots * 2 * kOperandBytes<P> + 1024;  // + what wgmma_aligned may skip
 }  // namespace v7
 
-// Four floats from p, of which `inside` (0..4) lie in the operand: one
-// 16-byte load when all four do and Vec (p 16-byte aligned), else one by one.
-template <bool Vec>
-__device__ __forceinline__ void v7_load4(const float* p, int inside, float* v) {
-  if (Vec && inside == 4) {
-    dev::load16(p, v);
-  } else {
-    CK_UNROLL
-    for (int e = 0; e < 4; ++e) v[e] = e < inside ? p[e] : 0.0f;
-  }
-}
-
 // One operand's share of a thread: loads 16 floats of stage k0 into
 // registers and stores them, converted, into a stage. X(x, k) is p[x * ld + k]
 // (k-contiguous) or p[k * ld + x] (XContig).
@@ -984,7 +972,7 @@ struct V7Stager {
       CK_UNROLL
       for (int r = 0; r < 4; ++r) {
         const std::int64_t x = x0 + row() + 32 * r;
-        v7_load4<Vec>(p + x * ld + k, x < x_limit ? k_inside : 0, v[r]);
+        warpgroup_stage::load4<Vec>(p + x * ld + k, x < x_limit ? k_inside : 0, v[r]);
       }
     } else {
       // x-contiguous: the thread's 4 x 4 block (kernels/warpgroup_stage.cuh).
@@ -993,7 +981,7 @@ struct V7Stager {
       CK_UNROLL
       for (int kk = 0; kk < 4; ++kk) {
         const std::int64_t k = k0 + 4 * warpgroup_stage::block_k() + kk;
-        v7_load4<Vec>(p + k * ld + x, k < K ? x_inside : 0, v[kk]);
+        warpgroup_stage::load4<Vec>(p + k * ld + x, k < K ? x_inside : 0, v[kk]);
       }
     }
   }
@@ -1012,9 +1000,9 @@ struct V7Stager {
 // starting at shared address `rows`: 8-row atoms of 1024 (tf32) or 512 bytes.
 template <TensorCorePrecision P>
 __device__ __forceinline__ std::uint64_t v7_descriptor(std::uint32_t rows, int j) {
-  constexpr bool kTf32 = P == TensorCorePrecision::tf32;
-  return dev::wgmma_descriptor(rows + static_cast<std::uint32_t>(32 * j), 16, kTf32 ? 1024 : 512,
-                               kTf32 ? dev::WgmmaSwizzle::bytes128 : dev::WgmmaSwizzle::bytes64);
+  const std::uint32_t at = rows + static_cast<std::uint32_t>(32 * j);
+  if constexpr (P == TensorCorePrecision::tf32) return dev::swizzle128_descriptor(at);
+  else return dev::wgmma_descriptor(at, 16, 512, dev::WgmmaSwizzle::bytes64);
 }
 
 template <TensorCorePrecision P, bool TA, bool TB, bool Vec>

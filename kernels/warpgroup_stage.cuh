@@ -1,5 +1,6 @@
 #pragma once
-// K-major wgmma stages filled from registers: where an element goes, and
+// K-major wgmma stages filled from registers: the 4-float loads that fill
+// the registers (zeros past an operand's edge), where an element goes, and
 // a thread's 4 x 4 block of an x-contiguous operand stored transposed,
 // without bank conflicts. Shared by tensor-core GEMM v7
 // (kernels/gemm_tensor_core.cu) and the tensor-core conv's version 5
@@ -51,6 +52,19 @@ __device__ __forceinline__ void store4(unsigned char* stage, int x, int kq, cons
   } else {
     const float w[2] = {__uint_as_float(dev::pack_bf16x2(v[0], v[1])), __uint_as_float(dev::pack_bf16x2(v[2], v[3]))};
     dev::store8(reinterpret_cast<float*>(stage + offset<P>(x, kq)), w);
+  }
+}
+
+// Four floats from p into v, of which `inside` (0..4) lie in the operand
+// (the rest are zeros): one 16-byte load when all four do and Vec (p 16-byte
+// aligned), else one by one.
+template <bool Vec>
+__device__ __forceinline__ void load4(const float* p, int inside, float* v) {
+  if (Vec && inside == 4) {
+    dev::load16(p, v);
+  } else {
+    CK_UNROLL
+    for (int e = 0; e < 4; ++e) v[e] = e < inside ? p[e] : 0.0f;
   }
 }
 
