@@ -1228,10 +1228,16 @@ void launch_gemm_tensor_core(TensorCorePrecision precision, DType dtype, const G
            " N=", g.N, " K=", g.K, " batch=", g.batch, g.trans_a ? ", A transposed" : "",
            g.trans_b ? ", B transposed" : "", "): ", why);
   if (g.M == 0 || g.N == 0 || g.batch == 0) return;
+  // K = 0 has no product: C = beta C. A and B then hold no memory and may be
+  // null, where the pipelined versions' copiers form their first addresses
+  // up front (an offset from a null pointer, undefined behaviour that clang's
+  // UBSan reports); version 1 forms its addresses in the k loop, which does
+  // not run, and its epilogue is every version's.
+  const int run_version = g.K == 0 ? 1 : version;
   if (precision == TensorCorePrecision::tf32) {
-    launch_with<TensorCorePrecision::tf32>(g, version);
+    launch_with<TensorCorePrecision::tf32>(g, run_version);
   } else {
-    launch_with<TensorCorePrecision::bf16>(g, version);
+    launch_with<TensorCorePrecision::bf16>(g, run_version);
   }
 }
 

@@ -49,6 +49,10 @@ ReduceGeometry reduce_geometry(const Tensor& x, Reduced&& reduced) {
   std::stable_sort(red.begin(), red.end(), [](const Dim& a, const Dim& b) { return a.stride > b.stride; });
   kept = merge_dims(kept);
   red = empty_slice ? std::vector<Dim>{} : merge_dims(red);
+  // An empty slice reads nothing, and x may then hold no memory at all (a null
+  // pointer): no offset may be formed into it, so every slice starts at x.
+  if (empty_slice)
+    for (Dim& k : kept) k.stride = 0;
 
   ReduceGeometry g;
   g.kept_rank = static_cast<int>(kept.size());
