@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Builds the library and the libFuzzer harnesses of tests/fuzz with clang
-# (ASan + UBSan + coverage), then runs each harness over its committed corpus
-# and for SECONDS more on new inputs. A crash, a leak, a sanitizer report or
-# a timeout fails the run; the input that caused it is left in
-# BUILD/artifacts/. New inputs go to BUILD/corpus/<harness>/, never into the
-# committed corpus: add an input there by hand once it found a bug.
-# CI runs it with a short time; docs/fuzzing.md records longer runs.
+# Builds the libFuzzer harnesses of tests/fuzz in the asan preset's build
+# (clang, ASan + UBSan, coverage of the readers' layers), then runs each
+# harness over its committed corpus and for SECONDS more on new inputs. A
+# crash, a leak, a sanitizer report or a timeout fails the run; the input that
+# caused it is left in BUILD/artifacts/. New inputs go to
+# BUILD/corpus/<harness>/, never into the committed corpus: add an input there
+# by hand once it found a bug. CI runs it with a short time after the asan
+# suite, in the same build (so it builds nothing); docs/fuzzing.md records
+# longer runs.
 #   scripts/fuzz.sh [--seconds S] [--build-dir DIR] [--only NAME] [--log-dir DIR] [--no-build]
+# --build-dir configures the asan preset there instead of in build/asan.
 # --no-build runs the harnesses already built in DIR as they are, so that
 # long runs side by side fuzz one build while the sources move on.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=10
-build=build/fuzz
+build=build/asan
 only=""
 log_dir=""
 build_first=1
@@ -31,11 +34,8 @@ harnesses=(idx cifar image checkpoint safetensors json model_spec cli_args)
 [ -n "$only" ] && harnesses=("$only")
 
 if [ "$build_first" = 1 ]; then
-  # clang, its sanitizer and libFuzzer runtimes, and the OpenMP runtime clang links.
-  ./third_party/install-deps.sh clang libclang-rt-dev libomp-dev
-  CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DCONVKIT_FUZZ=ON -DCONVKIT_CUDA=OFF \
-    -DCONVKIT_BUILD_BENCHMARKS=OFF -DCONVKIT_BUILD_EXAMPLES=OFF >/dev/null
+  ./third_party/install-deps.sh --preset asan
+  cmake --preset asan -B "$build" >/dev/null
   targets=()
   for h in "${harnesses[@]}"; do targets+=("fuzz_$h"); done
   cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"

@@ -3,10 +3,19 @@
 # Idempotent and silent when everything is present. The CUDA toolkit is not a
 # Debian package here: when nvcc exists the build uses it, otherwise it builds
 # the CPU and sim backends only.
+#   install-deps.sh [--preset NAME] [package...]
+# --preset NAME adds third_party/packages-NAME.txt where it exists (the asan
+# preset's clang); packages named after it are extras, e.g. libtorch-dev for
+# the optional comparisons.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$here/packages.txt" | grep -v '^$')
-[ "$#" -gt 0 ] && wanted+=("$@")   # extra packages, e.g. libtorch-dev for optional comparisons
+lists=("$here/packages.txt")
+if [ "${1:-}" = --preset ]; then
+  [ -f "$here/packages-$2.txt" ] && lists+=("$here/packages-$2.txt")
+  shift 2
+fi
+mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "${lists[@]}" | grep -v '^$')
+[ "$#" -gt 0 ] && wanted+=("$@")
 
 missing=()
 for p in "${wanted[@]}"; do
