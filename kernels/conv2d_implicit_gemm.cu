@@ -747,9 +747,7 @@ void run_channels_last_in(const Problem& pb, const channels_last::Operands& op, 
   });
 }
 
-// Version 5's tile: 128 x 128 where the product has more than 64 rows, else
-// 64 x 128. (Where 128 x 128 tiles leave SMs idle, 64 x 128 might win: a
-// choice for a GPU's timings, not made here.)
+// Version 5's tile: conv2d_implicit_gemm_wgmma_tile_rows' rows by 128.
 template <class Problem>
 void run_channels_last_wgmma(const Problem& pb, const channels_last::Operands& op, int groups) {
   const auto run = [&](auto tile) {
@@ -761,7 +759,8 @@ void run_channels_last_wgmma(const Problem& pb, const channels_last::Operands& o
     allow_dynamic_shared(kernel, Tile::kSharedBytes);
     launch(kernel, grid, dim3(Tile::kThreads), Tile::kSharedBytes, nullptr, pb, op, n_tiles);
   };
-  if (pb.M > channels_last::WgmmaTile<1>::BlockTile::kM) run(channels_last::WgmmaTile<2>{});
+  if (conv2d_implicit_gemm_wgmma_tile_rows(pb.M, pb.cols, groups) == channels_last::WgmmaTile<2>::BlockTile::kM)
+    run(channels_last::WgmmaTile<2>{});
   else run(channels_last::WgmmaTile<1>{});
 }
 
@@ -862,6 +861,17 @@ std::string conv2d_implicit_gemm_channels_last_wgmma_cannot_implement() {
     return detail::concat("version 5 needs ", bytes, " bytes of shared memory per block; this device offers ",
                           max_dynamic_shared_bytes());
   return {};
+}
+
+int conv2d_implicit_gemm_wgmma_tile_rows(std::int64_t M, std::int64_t cols, std::int64_t groups) {
+  using Wide = channels_last::WgmmaTile<2>::BlockTile;
+  using Narrow = channels_last::WgmmaTile<1>::BlockTile;
+  static_assert(Wide::kN == Narrow::kN, "the two tiles differ in rows only");
+  // Rows of 128 columns on the busiest SM, the blocks dealt out kSmCount at a time.
+  const auto busiest = [&](std::int64_t rows) {
+    return ceil_div(ceil_div(M, rows) * ceil_div(cols, Wide::kN) * groups, kSmCount) * rows;
+  };
+  return busiest(Wide::kM) <= busiest(Narrow::kM) ? Wide::kM : Narrow::kM;
 }
 
 std::size_t conv2d_implicit_gemm_channels_last_workspace_bytes(const Conv2dDesc& d, ConvPass pass) {

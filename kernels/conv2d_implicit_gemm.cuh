@@ -110,6 +110,14 @@ enum class ChannelsLastProduct { mma_sync, wgmma };
 // Why version 5 cannot run here beyond what version 4 cannot: no wgmma on
 // this device or build, or too little shared memory.
 std::string conv2d_implicit_gemm_channels_last_wgmma_cannot_implement();
+// The rows of version 5's forward and backward-data tile for an M x cols
+// product over `groups`: 128 (two warpgroups) or 64 (one), whichever gives
+// the busiest SM fewer rows of 128 columns to multiply when the blocks are
+// dealt out in waves of kSmCount; 128 on a tie (it reads each operand
+// element for twice the products). Where 128 x 128 tiles fill the GPU in
+// whole waves that is 128; where they leave SMs idle (resnet18-cifar's
+// layer4: 64 blocks of 128 x 128) or leave a last wave part-full, 64.
+int conv2d_implicit_gemm_wgmma_tile_rows(std::int64_t M, std::int64_t cols, std::int64_t groups);
 void launch_conv2d_implicit_gemm_channels_last_mma_forward(TensorCorePrecision precision, const Conv2dDesc& d,
                                                            const void* x, const void* w, const void* b, void* y,
                                                            void* workspace, ChannelsLastProduct product);

@@ -270,7 +270,8 @@ __global__ void __launch_bounds__(kThreads, Cfg::kMinBlocks) implicit_gemm_tc_v4
 //   Tiles: WgmmaTile<W>, W warpgroups of 128 threads, each m64n128: W = 2
 //     is 128 x 128 of the product (two blocks per SM at 97 KB), W = 1 is
 //     64 x 128 (three per SM at 73 KB), for products of at most 64 rows
-//     (the 32- and 64-channel layers). Three stages of 32 k; per stage,
+//     and those whose 128 x 128 tiles would leave SMs idle
+//     (conv2d_implicit_gemm_wgmma_tile_rows). Three stages of 32 k; per stage,
 //     GEMM v6's order: wait for this thread's copies, fence.proxy.async (the
 //     copies are generic-proxy writes, wgmma reads through the async proxy),
 //     wait for this warpgroup's wgmma of the previous stage, barrier, copy

@@ -73,6 +73,7 @@
 #include "kernels/device_math.cuh"
 #include "kernels/dispatch.cuh"
 #include "kernels/gemm_warp_tiled.cuh"
+#include "kernels/tensor_view.cuh"
 #include "kernels/vector_access.cuh"
 #include "kernels/warp_tile.cuh"
 
@@ -91,7 +92,7 @@ enum class TileChoice { c128x128, c128x64, c64x64, c64x32 };
 constexpr TileChoice kTileChoices[] = {TileChoice::c128x128, TileChoice::c128x64, TileChoice::c64x64,
                                        TileChoice::c64x32};
 
-constexpr int kSMs = 132;             // H100 SXM, the GPU the shape rules are tuned for
+constexpr int kSMs = static_cast<int>(kSmCount);
 constexpr int kMinSplitK = 256;       // the shortest K slice worth a block
 constexpr int kMaxSplits = 64;
 constexpr int kFloatStages = 3;       // v5-v7 pipeline depth (float)

@@ -28,10 +28,11 @@ struct StridedView {
   }
 };
 
-// Two blocks for each SM of a 132-SM GPU (H100 SXM, the GPU the shape rules
-// are tuned for): where a kernel splits its work to fill the GPU, it aims at
-// this many blocks.
-inline constexpr std::int64_t kTwoBlocksPerSm = 264;
+// The SMs of an H100 SXM, the GPU the shape rules are tuned for (an H200 has
+// as many), and two blocks for each: where a kernel splits its work to fill
+// the GPU, it aims at kTwoBlocksPerSm blocks.
+inline constexpr std::int64_t kSmCount = 132;
+inline constexpr std::int64_t kTwoBlocksPerSm = 2 * kSmCount;
 
 // Grid-stride launch shape: enough blocks to fill a large GPU, capped so that
 // tiny tensors launch one block and the sim backend does not create a fiber

@@ -16,6 +16,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "convkit/backend/precision.h"
@@ -515,14 +516,71 @@ TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
   // Version 5: 24 rows take the 64 x 128 tile (one warpgroup), 3 column
   // tiles, 5 stages of 32 k (144 rounded up), four m64n128k8 each.
   EXPECT_EQ(profiled(d, ConvPass::forward, kWgmma).tf32_fmas, 3u * 5 * 4 * 64 * 128 * 8);
-  // 70 rows take the 128 x 128 tile: two warpgroups, both live.
-  const Conv2dDesc wide = make(1, 4, 6, 6, 70, 1, 1, 0);
-  EXPECT_EQ(profiled(wide, ConvPass::forward, kWgmma).tf32_fmas, 2u * 1 * 4 * 64 * 128 * 8);
+  // 70 rows in one column tile: two 64 x 128 blocks of one warpgroup each
+  // (one 128 x 128 block would put all 70 rows on one SM).
+  const sim::KernelProfile seventy = profiled(make(1, 4, 6, 6, 70, 1, 1, 0), ConvPass::forward, kWgmma);
+  EXPECT_EQ(seventy.tf32_fmas, 2u * 1 * 4 * 64 * 128 * 8);
+  EXPECT_EQ(seventy.blocks, 2u);
+  EXPECT_EQ(seventy.threads, 2u * 128);
   // Its backward-weights: 24 x 144 (columns (r, s, c)) over 288 positions in
   // one slice, 2 column tiles of 128 x 128 whose second warpgroup (rows 64
   // on) issues nothing, 9 stages of 32 positions.
   ASSERT_EQ(kernels::conv2d_implicit_gemm_tensor_core_weight_slices(DType::float32, d, kWgmma), 1);
   EXPECT_EQ(profiled(d, ConvPass::backward_weights, kWgmma).tf32_fmas, 2u * 1 * 9 * 4 * 64 * 128 * 8);
+}
+
+// Version 5's tile rows (forward and backward-data), by the busiest SM's
+// rows of 128 columns, its blocks dealt out 132 at a time; resnet18-cifar's
+// products at batch 128 (forward: M = K, cols = N*P*Q; backward-data, per
+// stride phase: M = C, cols = N times the phase's positions).
+TEST(ConvTensorCore, WgmmaTileRowsFollowTheBusiestSm) {
+  const auto rows = kernels::conv2d_implicit_gemm_wgmma_tile_rows;
+  // At most 64 rows: one warpgroup's tile.
+  EXPECT_EQ(rows(24, 288, 1), 64);
+  EXPECT_EQ(rows(64, 131072, 1), 64);
+  // layer2 forward, 128 x 32768: 256 blocks of 128 x 128 (2 waves of 128
+  // rows) against 512 of 64 x 128 (4 waves of 64): a tie, so 128.
+  EXPECT_EQ(rows(128, 32768, 1), 128);
+  // layer3 forward, 256 x 8192: 128 blocks in one wave, against 256 in two.
+  EXPECT_EQ(rows(256, 8192, 1), 128);
+  // layer4 forward, 512 x 2048: 64 blocks of 128 x 128 leave 68 SMs idle;
+  // 128 of 64 x 128 fill them in one wave of half the rows.
+  EXPECT_EQ(rows(512, 2048, 1), 64);
+  // layer4.conv1's backward-data, a 4x4 phase: 256 x 2048, 32 blocks or 64.
+  EXPECT_EQ(rows(256, 2048, 1), 64);
+  // 140 blocks of 128 x 128 need a second wave for 8 of them (256 rows on
+  // the busiest SM); 280 of 64 x 128 need three waves of 64 (192).
+  EXPECT_EQ(rows(128, 140 * 128, 1), 64);
+  EXPECT_EQ(rows(128, 70 * 128, 2), 64);  // groups count as blocks
+  // 67 blocks against 134: one wave of 128 rows against two of 64, a tie.
+  EXPECT_EQ(rows(128, 67 * 128, 1), 128);
+}
+
+// The twin tests' products are small, so they take the 64 x 128 tile.
+// These take 128 x 128 (72 blocks, one wave, against 144 of 64 x 128 in
+// two): forward with K = 128 rows, backward-data with C = 128, 1x1 filters
+// over 4 channels so that the product is one stage deep. Version 5's two
+// warpgroups give version 4's bits too, within the float64 bound, and the
+// profile counts 72 blocks of 256 threads.
+TEST(ConvTensorCore, WgmmaTwoWarpgroupTilesGiveVersion4Bits) {
+  if (!device_runs_wgmma()) GTEST_SKIP() << "this GPU or build has no wgmma (sm_90a)";
+  const ConvCase forward{"k128_1x1_n9_32x32", make(9, 4, 32, 32, 128, 1, 1, 0)};
+  const ConvCase backward_data{"c128_1x1_n9_32x32", make(9, 128, 32, 32, 4, 1, 1, 0)};
+  ASSERT_EQ(kernels::conv2d_implicit_gemm_wgmma_tile_rows(128, 9 * 32 * 32, 1), 128);
+  const Outputs<float> v5_forward = run_tc(forward.desc, kWgmma), v5_backward = run_tc(backward_data.desc, kWgmma);
+  expect_within_bound(forward, v5_forward, forward.name + " v5");
+  expect_within_bound(backward_data, v5_backward, backward_data.name + " v5");
+#if !defined(__CUDACC__)
+  EXPECT_EQ(v5_forward.y, run_tc(forward.desc, kChannelsLast).y);
+  EXPECT_EQ(v5_backward.dx, run_tc(backward_data.desc, kChannelsLast).dx);
+#endif
+  if (!sim::checks_available()) return;
+  for (const auto& [c, pass] : {std::pair{forward, ConvPass::forward}, std::pair{backward_data, ConvPass::backward_data}}) {
+    const sim::KernelProfile t = profiled(c.desc, pass, kWgmma);
+    EXPECT_EQ(t.blocks, 72u) << c.name;
+    EXPECT_EQ(t.threads, 72u * 256) << c.name;
+    EXPECT_EQ(t.tf32_fmas, 72u * 2 * 4 * 64 * 128 * 8) << c.name;  // one stage of four m64n128k8 per warpgroup
+  }
 }
 
 // Versions 4 and 5 gather 4 channels per 16-byte copy where version 3
