@@ -148,7 +148,8 @@ const VersionRow kGpuVersions[] = {
     {5, "v5_cp_async", "v5 v4's tiles in a 3-stage cp.async pipeline"},
     {6, "v6_per_shape", "v6 block tile chosen by the shape (128x128 at n >= 2048)"},
     {7, "v7_split_k", "v7 v6 plus split-K where tiles leave SMs idle"},
-    {8, "v8_cublas", "cuBLAS SGEMM"},
+    {8, "v8_wide_thread_tiles", "v8 v7 with its 128x128 tile in 64x64 warp tiles, 8x16 thread tiles"},
+    {9, "v9_cublas", "cuBLAS SGEMM"},
 };
 
 const VersionRow kTensorCoreVersions[] = {

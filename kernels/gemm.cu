@@ -413,7 +413,9 @@ void register_gemm_family() {
          "v5 cp.async pipeline: v4's tiles in 3 shared stages filled by cp.async\n"
          "v6 per-shape tiles: v5 with a 128x128, 128x64, 64x64 or 64x32 block tile chosen by the shape\n"
          "v7 split-K: v6, K split over blocks when the tiles leave SMs idle, fixed-order reduction\n"
-         "v8 cuBLAS strided-batched SGEMM/DGEMM (cuda backend only)"});
+         "v8 wide thread tiles: v7 with the 128x128 tile in 4 warps of 64x64, 8x16 accumulators per thread "
+         "(float; double runs v7)\n"
+         "v9 cuBLAS strided-batched SGEMM/DGEMM (cuda backend only)"});
     return true;
   }();
   (void)registered;
@@ -424,7 +426,7 @@ std::string gemm_cannot_implement(DType dtype, const GemmArgs& g, int version) {
   auto fail = [&](auto&&... parts) {
     if (why.empty()) why = detail::concat(parts...);
   };
-  static_assert(kGemmSplitKVersion + 1 == kGemmCublasVersion, "cuBLAS is the last version");
+  static_assert(kGemmWideThreadTileVersion + 1 == kGemmCublasVersion, "cuBLAS is the last version");
   if (version < 1 || version > kGemmCublasVersion) fail("gemm has versions 1..", kGemmCublasVersion, ", not ", version);
   if (!is_floating(dtype)) fail("dtype ", dtype, " is not supported (float32 or float64)");
   if (g.M < 0 || g.N < 0 || g.K < 0 || g.batch < 0)
@@ -474,10 +476,10 @@ std::string gemm_describe(DType dtype, const GemmArgs& g, int version) {
     case 2: return "v2 shared tiles: 16x16x16";
     case 3: return gemm_vector_loads(dtype, g) ? "v3 register blocked: 128x128x8, 16-byte vector loads"
                                                 : "v3 register blocked: 128x128x8, scalar loads";
-    case kGemmCublasVersion: return "v8 cuBLAS";
+    case kGemmCublasVersion: return "v9 cuBLAS";
     default: break;
   }
-  if (version >= kGemmWarpTiledVersion && version <= kGemmSplitKVersion)
+  if (version >= kGemmWarpTiledVersion && version <= kGemmWideThreadTileVersion)
     return detail::concat("v", version, ": ", gemm_warp_tiled_describe(dtype, g, version));
   return detail::concat("gemm has no version ", version);
 }

@@ -10,11 +10,13 @@
 // after batch b - 1; a stride of 0 broadcasts that operand over the batch.
 // When beta == 0, C is never read (it may hold NaN or garbage).
 //
-// The family "gemm" (kernel_versions.h) has eight versions:
+// The family "gemm" (kernel_versions.h) has nine versions:
 //   1 naive, 2 shared-memory tiles, 3 register-blocked with 16-byte vector
 //   loads, 4 warp-tiled, 5 cp.async pipeline, 6 per-shape tiles, 7 split-K
 //   (the default: v6 plus split-K where the tiles alone leave SMs idle),
-//   8 cuBLAS (cuda backend only). docs/gpu/gemm.md compares them.
+//   8 wide thread tiles (v7 with 8x16 float accumulators per thread in its
+//   128x128 tile), 9 cuBLAS (cuda backend only). docs/gpu/gemm.md compares
+//   them.
 #include <cstdint>
 #include <string>
 
@@ -40,8 +42,9 @@ inline constexpr int kGemmWarpTiledVersion = 4;
 inline constexpr int kGemmPipelinedVersion = 5;
 inline constexpr int kGemmPerShapeVersion = 6;
 inline constexpr int kGemmSplitKVersion = 7;
+inline constexpr int kGemmWideThreadTileVersion = 8;
 inline constexpr int kGemmDefaultVersion = kGemmSplitKVersion;
-inline constexpr int kGemmCublasVersion = 8;
+inline constexpr int kGemmCublasVersion = 9;
 
 // Registers the "gemm" kernel family (idempotent). Launchers call it; tests
 // call it before set_kernel_version("gemm", ...).
@@ -52,7 +55,7 @@ void register_gemm_family();
 // its absence under sim).
 std::string gemm_cannot_implement(DType dtype, const GemmArgs& args, int version);
 
-// What `version` runs for these arguments, in words: for v4-v7 the block,
+// What `version` runs for these arguments, in words: for v4-v8 the block,
 // warp and thread tiles, the pipeline depth and the split-K factor chosen by
 // the shape rules (gemm_warp_tiled.cu); for the others their one kernel.
 std::string gemm_describe(DType dtype, const GemmArgs& args, int version);

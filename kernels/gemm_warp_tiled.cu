@@ -1,13 +1,15 @@
-// GEMM versions 4 to 7 (the contract is kernels/gemm.cuh's): the SIMT FP32
+// GEMM versions 4 to 8 (the contract is kernels/gemm.cuh's): the SIMT FP32
 // GEMM of the classic SGEMM progression after v3's register blocking. One
 // kernel template, gemm_warp_tiled, names its three levels of tiling in its
-// types (as CUTLASS does) and is instantiated four ways:
+// types (as CUTLASS does) and is instantiated five ways:
 //
 //   v4 warp tiling        128x128x8 block tile, synchronous loads
 //   v5 cp.async pipeline  v4's tiles, loaded by cp.async into 3 stages
 //   v6 per-shape tiles    v5 with the block tile chosen by the shape
 //   v7 split-K            v6, K split over blocks when the tiles alone
 //                          cannot fill the GPU, with a fixed-order reduction
+//   v8 wide thread tiles  v7 with its 128x128 tile in 4 warps of 64x64,
+//                          8x16 accumulators per thread (float)
 //
 // The floor is v3's (gemm.cu): 2 M N K flops over at least M K + K N + M N
 // elements. What each version adds:
@@ -63,6 +65,25 @@
 //   the slices in the fixed order 0, 1, ..., splits - 1 and applies alpha and
 //   beta. No atomics, so the result is bit-identical from run to run. The
 //   price: splits x M x N partials written and read back.
+//
+// v8, wide thread tiles. v7's rules and tiles, but its 128x128 tile (float)
+//   is 4 warps of 64x64 (2x2), each lane 8x16 accumulators: 128 threads,
+//   `__launch_bounds__(128, 2)`. Why: nvcc's loop for v5-v7's 8x8 lanes
+//   (sm_90a, A and B untransposed) is 659 instructions per k-tile for 512
+//   FFMA, 78% of the issue slots, and a Hopper SM issues one instruction per
+//   sub-partition per clock, so the loop cannot pass 78% of the FP32 peak;
+//   the copies' address and bounds arithmetic and the fragment loads are a
+//   fixed cost per k-tile per thread, which 8x16 lanes spread over twice
+//   the FFMA: 1,259 instructions for 1,024 (81%; 84% with B transposed).
+//   Per k, a lane reads 24 values for 128 FFMA (16 for 64), and a warp's
+//   fragment reads are 512 distinct bytes of shared memory for 4,096 FMA
+//   (384 for 2,048): half the shared-memory traffic per FMA. The price: 255
+//   registers (ptxas spills 24 bytes in some transposes, outside the loop)
+//   and 8 warps per SM where v7's tile runs 16, so each warp's own
+//   independent FFMA have to hide the loads' latency. cuBLAS's FP32 kernels
+//   on Hopper take the same trade (64x64 warp tiles); a GPU decides whether
+//   it pays here, and v7 stays the default until one has. Double's 8x16
+//   accumulators would not fit the registers: v8 runs v7 there.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -87,6 +108,7 @@ using Config128x128 = TileConfig<GemmShape<128, 128, 8>, WarpShape<64, 32>, Thre
 using Config128x64 = TileConfig<GemmShape<128, 64, 8>, WarpShape<64, 32>, ThreadShape<8, 8>, 4>;
 using Config64x64 = TileConfig<GemmShape<64, 64, 8>, WarpShape<32, 32>, ThreadShape<4, 8>, 4>;
 using Config64x32 = TileConfig<GemmShape<64, 32, 8>, WarpShape<32, 16>, ThreadShape<4, 4>, 4>;
+using Config128x128Wide = TileConfig<GemmShape<128, 128, 8>, WarpShape<64, 64>, ThreadShape<8, 16>, 2>;
 
 enum class TileChoice { c128x128, c128x64, c64x64, c64x32 };
 constexpr TileChoice kTileChoices[] = {TileChoice::c128x128, TileChoice::c128x64, TileChoice::c64x64,
@@ -307,6 +329,7 @@ __global__ void __launch_bounds__(256) gemm_splitk_reduce(const T* w, int splits
 struct Plan {
   TileChoice tile = TileChoice::c128x128;
   bool async = false;
+  bool wide_threads = false;  // v8: the 128x128 tile as Config128x128Wide (float)
   int splits = 1;
   int k_per_split = 0;
 };
@@ -336,6 +359,7 @@ std::int64_t blocks_of(TileChoice t, const GemmArgs& g) {
 Plan plan_of(const GemmArgs& g, int version) {
   Plan plan;
   plan.async = version >= kGemmPipelinedVersion;
+  plan.wide_threads = version >= kGemmWideThreadTileVersion;
   plan.k_per_split = static_cast<int>(std::max<std::int64_t>(g.K, 1));
   if (version < kGemmPerShapeVersion) return plan;
   plan.tile = TileChoice::c64x32;
@@ -357,7 +381,9 @@ Plan plan_of(const GemmArgs& g, int version) {
   return plan;
 }
 
-const char* tile_text(TileChoice t) {
+const char* tile_text(TileChoice t, bool wide_threads) {
+  if (t == TileChoice::c128x128 && wide_threads)
+    return "128x128x8 block tile, warps 2x2 of 64x64, threads 8x16 (128 threads)";
   switch (t) {
     case TileChoice::c128x128: return "128x128x8 block tile, warps 2x4 of 64x32, threads 8x8 (256 threads)";
     case TileChoice::c128x64: return "128x64x8 block tile, warps 2x2 of 64x32, threads 8x8 (128 threads)";
@@ -376,7 +402,16 @@ void launch_config(const Params<T>& p, bool async, dim3 grid) {
 template <typename T, bool TA, bool TB>
 void launch_tiles(const Params<T>& p, const Plan& plan, dim3 grid) {
   switch (plan.tile) {
-    case TileChoice::c128x128: launch_config<T, TA, TB, Config128x128>(p, plan.async, grid); break;
+    case TileChoice::c128x128:
+      if constexpr (sizeof(T) == 4) {
+        if (plan.wide_threads) {  // v8 >= v5: always the pipeline
+          launch(gemm_warp_tiled<T, TA, TB, Config128x128Wide, true>, grid, dim3(Config128x128Wide::kThreads), 0,
+                 nullptr, p);
+          break;
+        }
+      }
+      launch_config<T, TA, TB, Config128x128>(p, plan.async, grid);
+      break;
     case TileChoice::c128x64: launch_config<T, TA, TB, Config128x64>(p, plan.async, grid); break;
     case TileChoice::c64x64: launch_config<T, TA, TB, Config64x64>(p, plan.async, grid); break;
     case TileChoice::c64x32: launch_config<T, TA, TB, Config64x32>(p, plan.async, grid); break;
@@ -386,7 +421,7 @@ void launch_tiles(const Params<T>& p, const Plan& plan, dim3 grid) {
 }  // namespace
 
 std::string gemm_warp_tiled_cannot_implement(const GemmArgs& g, int version) {
-  if (version < kGemmWarpTiledVersion || version > kGemmSplitKVersion) return "not a warp-tiled version";
+  if (version < kGemmWarpTiledVersion || version > kGemmWideThreadTileVersion) return "not a warp-tiled version";
   constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
   if (g.M > kIntMax || g.N > kIntMax || g.K > kIntMax)
     return detail::concat("v", version, " indexes within C and K in 32 bits: M, N and K must be below 2^31 (M=",
@@ -400,7 +435,7 @@ std::string gemm_warp_tiled_cannot_implement(const GemmArgs& g, int version) {
 
 std::string gemm_warp_tiled_describe(DType dtype, const GemmArgs& g, int version) {
   const Plan plan = plan_of(g, version);
-  std::string s = detail::concat(tile_text(plan.tile), ", ");
+  std::string s = detail::concat(tile_text(plan.tile, plan.wide_threads && dtype == DType::float32), ", ");
   if (plan.async) {
     s += detail::concat("cp.async pipeline of ", dtype == DType::float64 ? kDoubleStages : kFloatStages,
                         " stages");

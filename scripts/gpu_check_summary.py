@@ -196,7 +196,7 @@ def gemm_summary(path):
             best[(parts[1], int(parts[2]))]["cublas"] = gflops
             continue
         if parts[0] == "BM_GpuGemm":
-            if parts[1] == "v8_cublas":
+            if parts[1] in ("v9_cublas", "v8_cublas"):  # v8 before the wide thread tiles
                 continue  # the same SGEMM as BM_Cublas/fp32
             precision, version, n = "fp32", parts[1], int(parts[2])
         else:

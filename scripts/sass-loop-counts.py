@@ -4,8 +4,11 @@ wgmma's HGMMA) in a kernel's SASS: per loop, instructions, HMMA, HGMMA,
 cp.async (LDGSTS), shared loads (LDS) and barriers, and instructions per
 HMMA (per HGMMA where there is no HMMA). A static count of one
 pass through the loop body: what the GPU issues per K-step, before stalls.
+With --ffma, the SIMT loops instead: those that issue FFMA and no global
+store (the K loop, not a batch loop around it and the epilogue), with the
+share of their instructions that are FFMA.
 
-  scripts/sass-loop-counts.py KERNEL.cu [--nvdisasm PATH] [--match TEXT ...]
+  scripts/sass-loop-counts.py KERNEL.cu [--nvdisasm PATH] [--match TEXT ...] [--ffma]
 
 compiles KERNEL.cu for sm_90a (nvcc -cubin, the flags of
 scripts/compile-kernels.sh), disassembles it and prints each kernel whose
@@ -39,14 +42,23 @@ def kernels(sass):
         yield parts[i].rstrip(":"), instructions, labels
 
 
-def mma_loops(instructions, labels):
-    """The loops (a backward branch to a label) whose body issues HMMA or HGMMA."""
+def loops(instructions, labels, wanted):
+    """The loops (a backward branch to a label) whose body `wanted` accepts."""
     for j, text in enumerate(instructions):
         branch = re.search(r"BRA\s+`?\(?\.?(L_x_\d+)", text)
         if branch and labels.get(branch.group(1), j + 1) <= j:
             body = instructions[labels[branch.group(1)]: j + 1]
-            if any("HMMA" in x or "HGMMA" in x for x in body):
+            if wanted(body):
                 yield body
+
+
+def issues_mma(body):
+    return any("HMMA" in x or "HGMMA" in x for x in body)
+
+
+def is_simt_k_loop(body):
+    ops = collections.Counter(opcode(x) for x in body)
+    return ops["FFMA"] > 0 and ops["STG"] == 0
 
 
 def opcode(text):
@@ -58,6 +70,7 @@ def main():
     parser.add_argument("source")
     parser.add_argument("--nvdisasm", default="nvdisasm")
     parser.add_argument("--match", nargs="*", default=[])
+    parser.add_argument("--ffma", action="store_true", help="count the SIMT K loops (FFMA) instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cubin = os.path.join(tmp, "k.cubin")
@@ -69,8 +82,13 @@ def main():
         readable = subprocess.run(["c++filt", name], capture_output=True, text=True).stdout.strip()
         if not all(m in readable for m in args.match):
             continue
-        for body in mma_loops(instructions, labels):
+        for body in loops(instructions, labels, is_simt_k_loop if args.ffma else issues_mma):
             ops = collections.Counter(opcode(x) for x in body)
+            if args.ffma:
+                print(f"{readable}\n  loop: {len(body)} instructions, FFMA {ops['FFMA']} "
+                      f"({ops['FFMA'] / len(body):.1%}), LDGSTS {ops['LDGSTS']}, LDS {ops['LDS']}, "
+                      f"LDL {ops['LDL']}, BAR {ops['BAR']}")
+                continue
             unit = "HMMA" if ops["HMMA"] else "HGMMA"
             print(f"{readable}\n  loop: {len(body)} instructions, HMMA {ops['HMMA']}, HGMMA {ops['HGMMA']}, "
                   f"LDGSTS {ops['LDGSTS']}, LDS {ops['LDS']}, BAR {ops['BAR']}; {len(body) / ops[unit]:.1f} per {unit}")

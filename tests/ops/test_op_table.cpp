@@ -93,9 +93,9 @@ TEST_P(OpGradients, PassGradcheck) {
 }
 
 // The versions that call a vendor library run on the cuda backend only:
-// gemm v8 is cuBLAS (kernels/gemm.cuh), conv2d_fft v3 cuFFT (kernels/conv2d_fft.cuh).
+// gemm v9 is cuBLAS (kernels/gemm.cuh), conv2d_fft v3 cuFFT (kernels/conv2d_fft.cuh).
 bool version_runs_on(const std::string& family, int version, Device d) {
-  const bool vendor = (family == "gemm" && version == 8) || (family == "conv2d_fft" && version == 3);
+  const bool vendor = (family == "gemm" && version == 9) || (family == "conv2d_fft" && version == 3);
   return !vendor || d.type == DeviceType::cuda;
 }
 

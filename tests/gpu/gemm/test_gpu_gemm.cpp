@@ -25,7 +25,8 @@ using kernels::GemmArgs;
 
 constexpr int kOurVersions = kernels::kGemmCublasVersion - 1;  // cuBLAS is cuda only
 constexpr int kWarpTiled[] = {kernels::kGemmWarpTiledVersion, kernels::kGemmPipelinedVersion,
-                              kernels::kGemmPerShapeVersion, kernels::kGemmSplitKVersion};
+                              kernels::kGemmPerShapeVersion, kernels::kGemmSplitKVersion,
+                              kernels::kGemmWideThreadTileVersion};
 const std::int64_t kSizes[] = {1, 7, 16, 33, 65, 128};
 
 double epsilon(DType dt) {
@@ -319,8 +320,9 @@ TEST(GpuGemm, BadArgumentsAndVersionsNameTheProblem) {
   bad = g;
   bad.c = nullptr;
   expect_error(bad, 3, "null operand");
-  expect_error(g, 0, "versions 1..8");
-  expect_error(g, 9, "versions 1..8");
+  const std::string range = detail::concat("versions 1..", kernels::kGemmCublasVersion);
+  expect_error(g, 0, range);
+  expect_error(g, kernels::kGemmCublasVersion + 1, range);
   bad = g;
   bad.K = std::int64_t{1} << 31;
   expect_error(bad, kernels::kGemmWarpTiledVersion, "must be below 2^31");
@@ -463,6 +465,41 @@ TEST(GpuGemm, TheShapeRulesPickTheTileAndTheSplit) {
   EXPECT_FALSE(has(describe(128, 512, 2304, 1, 6), "split-K"));
   EXPECT_FALSE(has(describe(128, 512, 511, 1, 7), "split-K"));     // K too short to split
   EXPECT_FALSE(has(describe(2048, 2048, 4096, 1, 7), "split-K"));  // the tiles fill the GPU
+  // v8: v7's choices, its 128x128 tile in 8x16 thread tiles for float.
+  EXPECT_TRUE(has(describe(2048, 2048, 64, 1, 8), "128x128x8 block tile, warps 2x2 of 64x64, threads 8x16"));
+  EXPECT_TRUE(has(describe(2048, 2048, 64, 1, 8, DType::float64), "warps 2x4 of 64x32, threads 8x8"));
+  EXPECT_TRUE(has(describe(2048, 1024, 64, 1, 8), "128x64x8"));
+  EXPECT_TRUE(has(describe(128, 512, 2304, 1, 8), "split-K 5 x 464"));
+}
+
+// v8 differs from v7 only in how its 128x128 tile's lanes share the
+// outputs: each output is summed over k in the same order, so where both
+// take that tile (132 blocks: 2 x 1 tiles of 129 x 127 over a batch of 66)
+// they agree bit for bit, in every transpose pair, ragged in M, N and K.
+TEST(GpuGemm, WideThreadTilesGiveTheBitsOfTheNarrowOnes) {
+  std::mt19937_64 rng(testing::kSeed + 411);
+  int which = 0;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Case c;
+      c.M = 129, c.N = 127, c.K = 37, c.batch = 66, c.trans_a = ta, c.trans_b = tb;
+      c.round_ld = which % 2 == 0;  // 16-byte copies, or element copies
+      std::tie(c.alpha, c.beta) = kAlphaBeta[which++ % 4];
+      const Problem p(c, rng);
+      GemmArgs g = p.args();
+      ASSERT_NE(kernels::gemm_describe(DType::float32, g, kernels::kGemmWideThreadTileVersion).find("threads 8x16"),
+                std::string::npos);
+      const std::vector<double> wide = p.run(kernels::kGemmWideThreadTileVersion);
+      EXPECT_TRUE(p.check(wide, p.want(), 2)) << c.str();
+      // Bit for bit; outside C (NaN where beta == 0) unchanged by both.
+      const std::vector<double> narrow = p.run(kernels::kGemmSplitKVersion);
+      ASSERT_EQ(wide.size(), narrow.size());
+      for (std::size_t i = 0; i < wide.size(); ++i)
+        if (!(wide[i] == narrow[i] || (std::isnan(wide[i]) && std::isnan(narrow[i])))) {
+          ADD_FAILURE() << c.str() << ": element " << i << " is " << wide[i] << " in v8, " << narrow[i] << " in v7";
+          break;
+        }
+    }
 }
 
 #if !defined(__CUDACC__)  // thread orders are sim's to choose
@@ -510,25 +547,34 @@ TEST(GpuGemm, SplitKOnCifar10CnnsDenseLayerAtBatch128) {
 }
 
 #if !defined(__CUDACC__)
-// The main loops of v4 and v5 (and the epilogue) on an aligned 128^3 product,
-// every transpose pair: no shared-memory bank conflicts, and global requests
-// that touch no more sectors than their bytes need (the sim model's minimum).
+// The main loops of v4, v5 and v8 (and the epilogue) on an aligned 128^3
+// product (v8: a batch of 132 of them, 16 deep), every transpose pair: no
+// shared-memory bank conflicts, and global requests that touch no more
+// sectors than their bytes need (the sim model's minimum).
 TEST(GpuGemm, WarpTiledLoopsAreConflictFreeAndCoalescedInTheSimProfile) {
   if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
   std::mt19937_64 rng(testing::kSeed + 410);
-  for (int v : {kernels::kGemmWarpTiledVersion, kernels::kGemmPipelinedVersion})
+  for (int v : {kernels::kGemmWarpTiledVersion, kernels::kGemmPipelinedVersion, kernels::kGemmWideThreadTileVersion})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         Case c;
         c.M = c.N = c.K = 128, c.trans_a = ta, c.trans_b = tb;
+        // v8 takes its 128x128 tile where 132 blocks fill the GPU: a batch
+        // of 132, K shortened to keep the emulation quick.
+        if (v == kernels::kGemmWideThreadTileVersion) c.batch = 132, c.K = 16;
         convkit::sim::ScopedProfile profile;
         const Problem p(c, rng);
         profile.take();  // the operands' fills
         EXPECT_TRUE(p.check(p.run(v), p.want(), 2));
         convkit::sim::KernelProfile k;
+        std::string kernel;
         for (const convkit::sim::KernelProfile& one : profile.take())
-          if (one.kernel.find("gemm_warp_tiled") != std::string::npos) k += one;
+          if (one.kernel.find("gemm_warp_tiled") != std::string::npos) k += one, kernel = one.kernel;
         const std::string what = detail::concat("v", v, " ", c.str());
+        if (v == kernels::kGemmWideThreadTileVersion) {
+          EXPECT_NE(kernel.find("ThreadShape<8, 16>"), std::string::npos) << what << ": ran " << kernel;
+          EXPECT_EQ(k.threads, 132u * 128) << what;
+        }
         EXPECT_GT(k.shared_load.requests, 0u) << what;
         EXPECT_EQ(k.shared_load.conflict_wavefronts, 0u) << what;
         EXPECT_EQ(k.shared_store.conflict_wavefronts, 0u) << what;
