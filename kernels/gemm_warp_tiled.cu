@@ -114,7 +114,6 @@ enum class TileChoice { c128x128, c128x64, c64x64, c64x32 };
 constexpr TileChoice kTileChoices[] = {TileChoice::c128x128, TileChoice::c128x64, TileChoice::c64x64,
                                        TileChoice::c64x32};
 
-constexpr int kSMs = static_cast<int>(kSmCount);
 constexpr int kMinSplitK = 256;       // the shortest K slice worth a block
 constexpr int kMaxSplits = 64;
 constexpr int kFloatStages = 3;       // v5-v7 pipeline depth (float)
@@ -364,16 +363,16 @@ Plan plan_of(const GemmArgs& g, int version) {
   if (version < kGemmPerShapeVersion) return plan;
   plan.tile = TileChoice::c64x32;
   for (TileChoice t : kTileChoices) {
-    if (blocks_of(t, g) >= kSMs) {
+    if (blocks_of(t, g) >= kSmCount) {
       plan.tile = t;
       break;
     }
   }
   if (version < kGemmSplitKVersion) return plan;
   const std::int64_t blocks = blocks_of(plan.tile, g);
-  if (blocks >= kSMs) return plan;
+  if (blocks >= kSmCount) return plan;
   const std::int64_t splits =
-      std::min<std::int64_t>({ceil_div(kSMs, blocks), g.K / kMinSplitK, kMaxSplits});
+      std::min<std::int64_t>({ceil_div(kSmCount, blocks), g.K / kMinSplitK, kMaxSplits});
   if (splits <= 1) return plan;
   const int bk = dims_of(plan.tile).k;
   plan.k_per_split = static_cast<int>(ceil_div(ceil_div(g.K, splits), bk) * bk);
