@@ -86,7 +86,9 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   ::convkit::sim::detail::wgmma_wait(N, file, line);
 }
-__device__ __forceinline__ void fence_proxy_async() {}
+__device__ __forceinline__ void fence_proxy_async(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  ::convkit::sim::detail::fence_proxy_async(file, line);
+}
 template <int N>
 __device__ __forceinline__ void wgmma_fence_operands(float*) {}
 __device__ __forceinline__ void wgmma_m64n128k8_tf32(float* d, std::uint64_t desc_a, std::uint64_t desc_b,

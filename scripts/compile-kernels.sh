@@ -30,7 +30,17 @@ for k in "${kernels[@]}"; do
     -Xptxas -v -c "$k" -o "build/kernels/$(basename "$k" .cu).o" 2>> "$tmp" \
     || { cat "$tmp"; echo "compile-kernels: $k failed"; exit 1; }
 done
-# Keep the readable lines: which function, registers, shared memory, spills.
-grep -E '^#|Compiling entry|Function properties|Used [0-9]+ registers|spill' "$tmp" > "$out.tmp"
+# Keep the readable lines: which function, registers, shared memory, spills,
+# and ptxas's performance warnings (C7510-C7520: wgmma.mma_async serialized,
+# for want of registers or because other code touches the accumulators
+# inside a pipeline stage).
+grep -E '^#|Compiling entry|Function properties|Used [0-9]+ registers|spill|Potential Performance Loss' "$tmp" > "$out.tmp"
 mv "$out.tmp" "$out"
+# A serialized wgmma waits for each product before issuing the next: the
+# kernels were written to keep a stage's products in flight, so it is a bug.
+if grep -q 'Potential Performance Loss' "$out"; then
+  grep 'Potential Performance Loss' "$out"
+  echo "compile-kernels: ptxas serialized wgmma (above); see $out"
+  exit 1
+fi
 echo "compile-kernels: ${#kernels[@]} files compiled; resource usage in $out"

@@ -107,6 +107,7 @@ void BlockScheduler::reset_block(uint3 block_index) {
     warps_[w].pending.clear();
     warps_[w].wgmma_pending.clear();
     warps_[w].wgmma_committed = 0;
+    warps_[w].wgmma_fenced = false;
   }
   next_to_start_ = 0;
   exited_count_ = 0;
@@ -349,16 +350,21 @@ void BlockScheduler::add_fmas(std::uint64_t n) {
   if (checker_.profiler().active()) checker_.profiler().add_fmas(n);
 }
 
+void BlockScheduler::proxy_fence() {
+  if (running_thread_ != nullptr) checker_.proxy_fenced(running_thread_->linear);
+}
+
 unsigned BlockScheduler::active_mask() const { return 1u << (running_thread_->linear % 32); }
 
 // ------------------------------------------------------------ sim checks
 
 void BlockScheduler::check_access(std::uintptr_t address, std::size_t size, AccessKind kind,
-                                  const void* pc) {
+                                  const void* pc, bool async_proxy) {
   if (!checker_.active() || running_thread_ == nullptr || failure_) return;
   std::exception_ptr stop;
   try {
-    std::unique_ptr<Finding> finding = checker_.access(address, size, kind, pc, running_thread_->linear);
+    std::unique_ptr<Finding> finding =
+        checker_.access(address, size, kind, pc, running_thread_->linear, async_proxy);
     if (!finding) return;
     stop = std::make_exception_ptr(std::move(*finding));
   } catch (...) {  // no memory for the checker's state

@@ -107,6 +107,9 @@ struct WarpState {
   // was issued (its group).
   std::vector<PendingWgmma> wgmma_pending;
   std::uint32_t wgmma_committed = 0;
+  // A wgmma.fence since the warp's last wgmma.wait_group: what its next
+  // wgmma needs.
+  bool wgmma_fenced = false;
 };
 
 // Released threads waiting for their turn. Each thread is in it at most once,
@@ -157,11 +160,15 @@ class BlockScheduler {
   void wgmma_complete(WarpOpKind kind, unsigned warp_index, ThreadSlot* lanes);
   // dev::fma in a profiled launch (convkit/sim/arithmetic_count.h).
   void add_fmas(std::uint64_t n);
-  // The sim checks (check/): an access that the instrumented kernel reports,
-  // and the storage of a __shared__ array met for the first time on this OS
-  // thread (kept by the checker whether or not checks run). A failed
-  // check ends the running thread there and then; it never returns.
-  void check_access(std::uintptr_t address, std::size_t size, AccessKind kind, const void* pc);
+  // The sim checks (check/): an access that the instrumented kernel reports
+  // (or wgmma's operand reads, `async_proxy`), and the storage of a
+  // __shared__ array met for the first time on this OS thread (kept by the
+  // checker whether or not checks run). A failed check ends the running
+  // thread there and then; it never returns.
+  void check_access(std::uintptr_t address, std::size_t size, AccessKind kind, const void* pc,
+                    bool async_proxy = false);
+  // fence.proxy.async by the running thread.
+  void proxy_fence();
   void* shared_array_storage(std::size_t bytes, const char* file, int line) {
     return checker_.static_shared_storage(bytes, file, line);
   }

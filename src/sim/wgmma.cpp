@@ -144,8 +144,13 @@ void BlockScheduler::wgmma_complete(WarpOpKind kind, unsigned warp_index, Thread
   }
   WarpState& warp = warps_[warp_index];
   switch (kind) {
-    case WarpOpKind::wgmma_fence: break;
+    case WarpOpKind::wgmma_fence: warp.wgmma_fenced = true; break;
     case WarpOpKind::wgmma: {
+      CK_CHECK(warp.wgmma_fenced, "warp ", warp_index, ": wgmma.mma_async at ", site.file, ":", site.line,
+               " follows no wgmma.fence since the warp's ",
+               warp.wgmma_committed == 0 && warp.wgmma_pending.empty() ? "start" : "last wgmma.wait_group",
+               ": fence the accumulators (dev::wgmma_fence) before the first wgmma, and after each wait, where "
+               "other code may have touched them");
       PendingWgmma w;
       w.op = *reinterpret_cast<const WgmmaLane*>(static_cast<std::uintptr_t>(lanes[0].operand));
       w.group = warp.wgmma_committed;
@@ -168,13 +173,14 @@ void BlockScheduler::wgmma_complete(WarpOpKind kind, unsigned warp_index, Thread
       if (!checker_.profiler().active())
         for (const std::uint32_t at : places.address)
           check_access(reinterpret_cast<std::uintptr_t>(smem + at), static_cast<std::size_t>(places.element_bytes),
-                       AccessKind::read, w.op.pc);
+                       AccessKind::read, w.op.pc, true);
       w.operands = places.read(smem);
       warp.wgmma_pending.push_back(std::move(w));
       break;
     }
     case WarpOpKind::wgmma_commit: ++warp.wgmma_committed; break;
     case WarpOpKind::wgmma_wait: {
+      warp.wgmma_fenced = false;
       const int keep = lanes[0].arg;
       const std::uint32_t limit =
           warp.wgmma_committed > static_cast<std::uint32_t>(keep) ? warp.wgmma_committed - static_cast<std::uint32_t>(keep) : 0;
@@ -226,6 +232,10 @@ void wgmma_wait(int keep, const char* file, int line) {
   CK_CHECK(keep >= 0 && keep <= 7, "wgmma.wait_group at ", file, ":", line, " takes a count from 0 to 7, not ", keep);
   running_block("wgmma.wait_group", file, line);
   warp_op(WarpOpKind::wgmma_wait, 0xffffffffu, 0, keep, 32, file, line);
+}
+
+void fence_proxy_async(const char* file, int line) {
+  running_block("fence.proxy.async", file, line).proxy_fence();
 }
 
 std::uint32_t shared_offset(const void* p, const char* file, int line) {

@@ -234,6 +234,33 @@ TEST(SimWgmma, RacecheckSeesOperandsReadWithoutABarrier) {
   EXPECT_NE(why.find("read-after-write hazard"), std::string::npos) << why;
 }
 
+// A barrier publishes the image to the other threads, but wgmma reads
+// through the async proxy: each writer must run fence.proxy.async first.
+TEST(SimWgmma, RacecheckSeesOperandsWrittenWithoutAProxyFence) {
+  if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
+  Problem p = make_problem(false, 8, dev::WgmmaSwizzle::bytes128, 0, 0, 64 * 128, 16, 1024, (64 + 8) * 128, 2);
+  const sim::ScopedChecks checks(sim::Checks::parse("racecheck"));
+  EXPECT_EQ(run(p), reference(p, true));  // fenced: no report
+  p.call.mode = WgmmaMode::no_proxy_fence;
+  const std::string why = sim_test::error_message([&] { run(p); });
+  EXPECT_NE(why.find("through the async proxy"), std::string::npos) << why;
+  EXPECT_NE(why.find("has run no fence.proxy.async since"), std::string::npos) << why;
+  EXPECT_NE(why.find("wgmma.cu:"), std::string::npos) << why;  // the writer's line
+}
+
+// The accumulators' fence, checked with or without the checks: before the
+// warp's first wgmma and after each wait (the second wgmma of two_groups,
+// issued before any wait, needs none: ProductsArePerformedAtTheWaitThatRetiresThem).
+TEST(SimWgmma, AWgmmaWithoutAFenceSinceTheLastWaitIsAnError) {
+  Problem p = make_problem(false, 8, dev::WgmmaSwizzle::bytes128, 0, 0, 64 * 128, 16, 1024, (64 + 8) * 128, 3);
+  p.call.mode = WgmmaMode::no_wgmma_fence;
+  std::string why = sim_test::error_message([&] { run(p); });
+  EXPECT_NE(why.find("follows no wgmma.fence since the warp's start"), std::string::npos) << why;
+  p.call.mode = WgmmaMode::wait_then_issue;
+  why = sim_test::error_message([&] { run(p); });
+  EXPECT_NE(why.find("follows no wgmma.fence since the warp's last wgmma.wait_group"), std::string::npos) << why;
+}
+
 TEST(SimWgmma, MisuseIsAnErrorThatSaysWhat) {
   Problem p = make_problem(false, 8, dev::WgmmaSwizzle::bytes128, 0, 0, 64 * 128, 16, 1024, (64 + 8) * 128, 7);
   p.call.mode = WgmmaMode::no_wait;

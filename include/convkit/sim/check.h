@@ -11,7 +11,9 @@
 //              are ordered only by __syncwarp, the *_sync built-ins or a barrier.
 //              Atomics are exempt. Conflicts inside a block fail the launch when
 //              it ends; conflicts between blocks are reported and the launch
-//              goes on (see take_check_warnings).
+//              goes on (see take_check_warnings). Also: a wgmma operand read
+//              of a shared word whose writer has not run fence.proxy.async
+//              since writing it stops the launch (convkit/sim/wgmma.h).
 //   initcheck  a read of shared memory that no thread of the block has written
 //              stops the launch.
 //

@@ -53,12 +53,24 @@
 // that is the byte offset into the block's dynamic shared memory
 // (dev::shared_address), and operands must live there.
 //
-// Not checked here: that wgmma.fence comes before the first product and
-// after other writes of the accumulators (the fence is a warp meeting and no
-// more); that the four warps of a warpgroup issue the same descriptors (each
-// warp is checked on its own); and a kernel's alignment of its stages,
-// since sim's dynamic shared memory starts at shared address 0, where a
-// GPU's may not (the kernels here align by the shared address anyway).
+// Fences. wgmma.fence orders the accumulators' other accesses against the
+// wgmma that use them. sim cannot see register accesses, so it asks for the
+// fence where CUTLASS's mainloops put it: a warp's wgmma is an error unless a
+// wgmma.fence came after the warp's last wgmma.wait_group (and before its
+// first wgmma), since after a wait the kernel may have read or written the
+// accumulators. Consecutive wgmma of the warp need no fence between them
+// (the ISA orders their accumulator accesses). fence.proxy.async makes a
+// thread's ordinary writes of shared memory (st.shared and cp.async, the
+// generic proxy) visible to wgmma's reads (the async proxy); a barrier alone
+// does not. Under racecheck, a wgmma that reads a word whose last writer in
+// the block has not run fence.proxy.async since writing it stops the launch
+// with the element, the writer and both lines.
+//
+// Not checked here: that the four warps of a warpgroup issue the same
+// descriptors (each warp is checked on its own); and a kernel's alignment of
+// its stages, since sim's dynamic shared memory starts at shared address 0,
+// where a GPU's may not (the kernels here align by the shared address
+// anyway).
 #include <cstdint>
 
 namespace convkit::sim {
@@ -99,6 +111,9 @@ void wgmma_fence(const char* file, int line);
 void wgmma_issue(const WgmmaLane& lane, const char* file, int line);
 void wgmma_commit(const char* file, int line);
 void wgmma_wait(int keep, const char* file, int line);
+// fence.proxy.async.shared::cta by the running thread (one thread, not a
+// warp meeting).
+void fence_proxy_async(const char* file, int line);
 // The byte offset of p in the running block's dynamic shared memory; an error
 // naming the call site when p is not in it.
 std::uint32_t shared_offset(const void* p, const char* file, int line);

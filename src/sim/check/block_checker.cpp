@@ -80,7 +80,12 @@ void BlockChecker::mark_static_shared(Marking marking) {
 
 void BlockChecker::begin_launch(LaunchChecks* launch, unsigned thread_count) {
   launch_ = launch;
-  if (active() && launch_->checks().racecheck) clocks_.resize(thread_count);
+  if (active() && launch_->checks().racecheck) {
+    clocks_.resize(thread_count);
+    proxy_fences_.resize(thread_count);
+  } else {
+    proxy_fences_.clear();
+  }
   profiler_.begin_launch(active() ? launch_->profile() : nullptr, thread_count);
 }
 
@@ -91,7 +96,10 @@ void BlockChecker::begin_block(uint3 block_index, unsigned char* dynamic_shared,
   serial_ = launch_->begin_block(block_index);
   profiler_.begin_block(launch_->block_dim().x * launch_->block_dim().y * launch_->block_dim().z);
   ++epoch_;
-  if (launch_->checks().racecheck) std::fill(clocks_.begin(), clocks_.end(), std::array<std::uint32_t, 32>{});
+  if (launch_->checks().racecheck) {
+    std::fill(clocks_.begin(), clocks_.end(), std::array<std::uint32_t, 32>{});
+    std::fill(proxy_fences_.begin(), proxy_fences_.end(), std::uint16_t{0});
+  }
   Region& d = dynamic_shared_;
   d.begin = reinterpret_cast<std::uintptr_t>(dynamic_shared);
   d.bytes = dynamic_bytes;
@@ -161,7 +169,7 @@ Finding& BlockChecker::describe_access(Finding& f, const char* check, std::uintp
 }
 
 std::unique_ptr<Finding> BlockChecker::access(std::uintptr_t address, std::size_t size, AccessKind kind,
-                                              const void* pc, unsigned thread) {
+                                              const void* pc, unsigned thread, bool async_proxy) {
   const Checks& checks = launch_->checks();
   Region* region = find_region(address);
   if (region == nullptr) {
@@ -189,7 +197,31 @@ std::unique_ptr<Finding> BlockChecker::access(std::uintptr_t address, std::size_
     }
     if (kind != AccessKind::read) mark_initialised(*region, address, size);
   }
-  if (checks.racecheck) check_races(*region, address, size, kind, pc, thread);
+  if (checks.racecheck) {
+    if (async_proxy && region->shared()) {
+      if (auto f = check_proxy_fenced(*region, address, size, pc, thread)) return f;
+    }
+    check_races(*region, address, size, kind, pc, thread);
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Finding> BlockChecker::check_proxy_fenced(Region& region, std::uintptr_t address,
+                                                          std::size_t size, const void* pc, unsigned thread) {
+  for (std::uintptr_t w = address / kWordBytes * kWordBytes; w < address + size; w += kWordBytes) {
+    const Access& write = region.word(w).write;
+    if (write.block != serial_ || proxy_fences_[write.thread] != write.proxy_fences) continue;
+    auto f = std::make_unique<Finding>();
+    describe_access(*f, "racecheck", address, size, AccessKind::read, thread)
+        .text(convkit::detail::concat(" (", offset_text(region, address, size),
+                                      ") through the async proxy, by wgmma.mma_async at "))
+        .site(pc)
+        .text(convkit::detail::concat(", but thread ", index_text(thread_index(write.thread)), " wrote it at "))
+        .site(write.pc)
+        .text(" and has run no fence.proxy.async since: on a GPU the tensor cores may read the bytes as they were "
+              "before that write");
+    return f;
+  }
   return nullptr;
 }
 
@@ -233,12 +265,14 @@ RaceContext BlockChecker::race_context(const Access& access) {
   c.clock = access.clock;
   c.clocks = access.block == serial_ ? clocks_[access.thread].data() : no_clocks_.data();
   c.pc = access.pc;
+  c.proxy_fences = access.proxy_fences;
   return c;
 }
 
 void BlockChecker::check_races(Region& region, std::uintptr_t address, std::size_t size, AccessKind kind,
                                const void* pc, unsigned thread) {
-  const Access me{serial_, epoch_, clocks_[thread][thread % 32], static_cast<std::uint16_t>(thread), pc};
+  const Access me{serial_, epoch_, clocks_[thread][thread % 32], static_cast<std::uint16_t>(thread), pc,
+                  proxy_fences_[thread]};
   for (std::uintptr_t w = address / kWordBytes * kWordBytes; w < address + size; w += kWordBytes) {
     WordState& word = region.word(w);
     std::uint32_t value = 0;

@@ -45,6 +45,11 @@ class BlockChecker {
   }
   // `lanes` took part in a warp built-in; `absent` have exited or do not exist.
   void warp_synced(unsigned warp, unsigned lanes, unsigned absent);
+  // `thread` ran fence.proxy.async: its shared-memory writes so far are
+  // visible to wgmma's reads (racecheck).
+  void proxy_fenced(unsigned thread) {
+    if (!proxy_fences_.empty()) ++proxy_fences_[thread];
+  }
   void warp_exited(unsigned warp) { profiler_.warp_exited(warp); }
   BlockProfiler& profiler() { return profiler_; }
 
@@ -54,9 +59,10 @@ class BlockChecker {
   void* static_shared_storage(std::size_t bytes, const char* file, int line);
 
   // Judges one access by `thread` (linear index); returns a report that must
-  // stop the launch, or null.
+  // stop the launch, or null. `async_proxy`: a read by wgmma, which must not
+  // meet a write its writer has not fenced (fence.proxy.async).
   std::unique_ptr<Finding> access(std::uintptr_t address, std::size_t size, AccessKind kind,
-                                  const void* pc, unsigned thread);
+                                  const void* pc, unsigned thread, bool async_proxy = false);
 
   static constexpr std::size_t kSharedGuard = 64;
 
@@ -73,6 +79,8 @@ class BlockChecker {
   void mark_initialised(Region& region, std::uintptr_t address, std::size_t size);
   void check_races(Region& region, std::uintptr_t address, std::size_t size, AccessKind kind,
                    const void* pc, unsigned thread);
+  std::unique_ptr<Finding> check_proxy_fenced(Region& region, std::uintptr_t address, std::size_t size,
+                                              const void* pc, unsigned thread);
   RaceContext race_context(const Access& access);
   void report_conflicts(Region& region, std::uintptr_t word, const Access& access, bool write);
 
@@ -82,6 +90,7 @@ class BlockChecker {
   std::uint32_t serial_ = 0;  // this block run (LaunchChecks::begin_block)
   std::uint32_t epoch_ = 0;   // barrier interval, counted across all runs
   std::vector<std::array<std::uint32_t, 32>> clocks_;  // per thread, racecheck
+  std::vector<std::uint16_t> proxy_fences_;             // per thread, racecheck: fence.proxy.async run
   std::vector<std::unique_ptr<Region>> static_shared_;
   Marking static_marking_ = Marking::none;
   Region dynamic_shared_;

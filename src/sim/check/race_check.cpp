@@ -30,7 +30,7 @@ void check_race(WordState& word, const RaceContext& now, bool write, bool global
   consider(word.reads[0], false);
   consider(word.reads[1], false);
 
-  const Access me{now.block, now.epoch, now.clock, now.thread, now.pc};
+  const Access me{now.block, now.epoch, now.clock, now.thread, now.pc, now.proxy_fences};
   if (write) {
     word.write = me;
   } else if (!same_interval(word.reads[0], now) || word.reads[0].thread == now.thread) {

@@ -34,6 +34,7 @@ struct RaceContext {
   std::uint32_t clock = 0;                // its own clock when it made the access
   const std::uint32_t* clocks = nullptr;  // its vector clock, 32 lanes
   const void* pc = nullptr;
+  std::uint16_t proxy_fences = 0;          // its count of fence.proxy.async
 };
 
 struct Conflict {

@@ -18,6 +18,9 @@ struct Access {
   std::uint32_t clock = 0;   // the thread's own warp clock then (race_check.h)
   std::uint16_t thread = 0;  // linear thread index
   const void* pc = nullptr;  // the kernel code that made it
+  // The thread's count of fence.proxy.async then (mod 2^16): a write that
+  // wgmma reads must have been followed by one (block_checker.cpp).
+  std::uint16_t proxy_fences = 0;
 };
 
 // Word size 4: a shared-memory bank word, and what racecheck reports.

@@ -184,6 +184,9 @@ enum class WgmmaMode {
                      // after wait_group 1, d2 after wait_group 0
   no_wait,           // commit and exit: an error
   no_barrier,        // no barrier between the image's copy and the wgmma: a race
+  no_proxy_fence,    // no fence.proxy.async after the image's copy: an error under racecheck
+  no_wgmma_fence,    // no wgmma.fence before the wgmma: an error
+  wait_then_issue,   // a second wgmma after wait_group 0 with no wgmma.fence: an error
 };
 struct WgmmaCall {
   const unsigned char* image = nullptr;

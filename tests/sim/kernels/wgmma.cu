@@ -22,15 +22,23 @@ void issue(const WgmmaCall& call, float* acc) {
 __global__ void wgmma_kernel(WgmmaCall call, const float* c, float* d, float* d2) {
   CK_DYNAMIC_SHARED(unsigned char, smem);
   const unsigned t = threadIdx.x;
-  for (unsigned i = t; i < call.image_bytes; i += blockDim.x) smem[call.offset + i] = call.image[i];
+  // A word (racecheck's unit) per thread at a time.
+  for (unsigned i = 4 * t; i < call.image_bytes; i += 4 * blockDim.x)
+    for (unsigned b = i; b < i + 4 && b < call.image_bytes; ++b) smem[call.offset + b] = call.image[b];
+  if (call.mode != WgmmaMode::no_proxy_fence) dev::fence_proxy_async();
   if (call.mode != WgmmaMode::no_barrier) __syncthreads();
   const int count = call.n / 2;
   float acc[kMaxAccumulators];
   for (int i = 0; i < count; ++i) acc[i] = c[t * count + i];
-  dev::wgmma_fence();
+  if (call.mode != WgmmaMode::no_wgmma_fence) dev::wgmma_fence();
   issue(call, acc);
   dev::wgmma_commit();
   if (call.mode == WgmmaMode::no_wait) return;
+  if (call.mode == WgmmaMode::wait_then_issue) {
+    dev::wgmma_wait<0>();
+    issue(call, acc);
+    dev::wgmma_commit();
+  }
   if (call.mode == WgmmaMode::zero_after_issue) {
     for (unsigned i = t; i < call.image_bytes; i += blockDim.x) smem[call.offset + i] = 0;
     __syncthreads();
