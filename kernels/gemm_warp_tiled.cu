@@ -77,7 +77,8 @@
 //   the FFMA: 1,259 instructions for 1,024 (81%; 84% with B transposed).
 //   Per k, a lane reads 24 values for 128 FFMA (16 for 64), and a warp's
 //   fragment reads are 512 distinct bytes of shared memory for 4,096 FMA
-//   (384 for 2,048): half the shared-memory traffic per FMA. The price: 255
+//   (384 for 2,048): 3/4 of the fragment loads per FMA, 2/3 of the distinct
+//   bytes (the sim profile counts 0.75x the wavefronts). The price: 255
 //   registers (ptxas spills 24 bytes in some transposes, outside the loop)
 //   and 8 warps per SM where v7's tile runs 16, so each warp's own
 //   independent FFMA have to hide the loads' latency. cuBLAS's FP32 kernels
