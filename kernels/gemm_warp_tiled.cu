@@ -329,7 +329,7 @@ __global__ void __launch_bounds__(256) gemm_splitk_reduce(const T* w, int splits
 struct Plan {
   TileChoice tile = TileChoice::c128x128;
   bool async = false;
-  bool wide_threads = false;  // v8: the 128x128 tile as Config128x128Wide (float)
+  bool wide_threads = false;  // v8 asks for Config128x128Wide (runs_wide_threads says where it runs)
   int splits = 1;
   int k_per_split = 0;
 };
@@ -381,6 +381,12 @@ Plan plan_of(const GemmArgs& g, int version) {
   return plan;
 }
 
+// v8's rule: its 128x128 tile takes 8x16 lanes for float; double keeps
+// v7's (8x16 double accumulators alone would fill the 255 registers).
+bool runs_wide_threads(const Plan& plan, DType dtype) {
+  return plan.wide_threads && plan.tile == TileChoice::c128x128 && dtype == DType::float32;
+}
+
 const char* tile_text(TileChoice t, bool wide_threads) {
   if (t == TileChoice::c128x128 && wide_threads)
     return "128x128x8 block tile, warps 2x2 of 64x64, threads 8x16 (128 threads)";
@@ -399,12 +405,14 @@ void launch_config(const Params<T>& p, bool async, dim3 grid) {
   else launch(gemm_warp_tiled<T, TA, TB, Cfg, false>, grid, dim3(Cfg::kThreads), 0, nullptr, p);
 }
 
+// `wide`: runs_wide_threads, true for float only, the one type the wide
+// tile is compiled for.
 template <typename T, bool TA, bool TB>
-void launch_tiles(const Params<T>& p, const Plan& plan, dim3 grid) {
+void launch_tiles(const Params<T>& p, const Plan& plan, bool wide, dim3 grid) {
   switch (plan.tile) {
     case TileChoice::c128x128:
       if constexpr (sizeof(T) == 4) {
-        if (plan.wide_threads) {  // v8 >= v5: always the pipeline
+        if (wide) {  // v8 >= v5: always the pipeline
           launch(gemm_warp_tiled<T, TA, TB, Config128x128Wide, true>, grid, dim3(Config128x128Wide::kThreads), 0,
                  nullptr, p);
           break;
@@ -435,7 +443,7 @@ std::string gemm_warp_tiled_cannot_implement(const GemmArgs& g, int version) {
 
 std::string gemm_warp_tiled_describe(DType dtype, const GemmArgs& g, int version) {
   const Plan plan = plan_of(g, version);
-  std::string s = detail::concat(tile_text(plan.tile, plan.wide_threads && dtype == DType::float32), ", ");
+  std::string s = detail::concat(tile_text(plan.tile, runs_wide_threads(plan, dtype)), ", ");
   if (plan.async) {
     s += detail::concat("cp.async pipeline of ", dtype == DType::float64 ? kDoubleStages : kFloatStages,
                         " stages");
@@ -475,7 +483,7 @@ void launch_gemm_warp_tiled(DType dtype, const GemmArgs& g, int version) {
     }
     try {
       with_transposes(g.trans_a, g.trans_b, [&](auto ta, auto tb) {
-        launch_tiles<T, decltype(ta)::value, decltype(tb)::value>(p, plan, grid);
+        launch_tiles<T, decltype(ta)::value, decltype(tb)::value>(p, plan, runs_wide_threads(plan, dtype), grid);
       });
       if (ws != nullptr) {
         constexpr std::int64_t kReduceThreads = 256, kMaxReduceBlocks = 4 * 1024;
