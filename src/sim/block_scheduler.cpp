@@ -69,6 +69,7 @@ void BlockScheduler::begin_launch(const GridLaunch& launch, const Schedule& sche
                                   LaunchChecks* checks) {
   launch_ = launch;
   schedule_ = schedule;
+  dynamic_shared_address_ = ::convkit::sim::dynamic_shared_address();
   const dim3 b = launch.block;
   thread_count_ = b.x * b.y * b.z;
   threads_.assign(thread_count_, ThreadSlot{});

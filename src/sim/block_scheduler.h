@@ -174,6 +174,8 @@ class BlockScheduler {
   }
   void* dynamic_shared_memory() const { return dynamic_shared_data_; }
   std::size_t dynamic_shared_bytes() const { return launch_.dynamic_shared_bytes; }
+  // Its shared address (convkit/sim/wgmma.h), as the launch began.
+  std::uint32_t dynamic_shared_address() const { return dynamic_shared_address_; }
 
  private:
   struct SharedMemoryDeleter {
@@ -232,6 +234,7 @@ class BlockScheduler {
   // With guard zones on both sides under the sim checks.
   std::unique_ptr<unsigned char[], SharedMemoryDeleter> dynamic_shared_;
   unsigned char* dynamic_shared_data_ = nullptr;
+  std::uint32_t dynamic_shared_address_ = 0;
   BlockChecker checker_;
   std::uint64_t random_state_ = 0;
   std::exception_ptr failure_;

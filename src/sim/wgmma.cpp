@@ -2,6 +2,7 @@
 // the shared-memory layouts they describe. See convkit/sim/wgmma.h.
 #include "convkit/sim/wgmma.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <ios>
@@ -13,6 +14,18 @@
 #include "sim/block_scheduler.h"
 
 namespace convkit::sim {
+
+namespace {
+std::atomic<std::uint32_t> chosen_dynamic_shared_address{0};
+}  // namespace
+
+void set_dynamic_shared_address(std::uint32_t address) {
+  CK_CHECK(address % 16 == 0 && address < 65536, "sim: the shared address of dynamic shared memory must be a "
+           "multiple of 16 below 65536, not ", address);
+  chosen_dynamic_shared_address.store(address);
+}
+
+std::uint32_t dynamic_shared_address() { return chosen_dynamic_shared_address.load(); }
 
 WgmmaDescriptor decode_wgmma_descriptor(std::uint64_t desc) {
   WgmmaDescriptor d;
@@ -52,14 +65,16 @@ void check_descriptor(const WgmmaDescriptor& d, const char* which, const SourceS
            "1024 bytes");
 }
 
-// Where one warp's share of a wgmma lies in shared memory: its 16 rows of A
-// (rows 16w..16w+15 of the warpgroup's 64) and all N rows of B, K elements
-// each, A's first. The bits there are the operands.
+// Where one warp's share of a wgmma lies in the block's dynamic shared
+// memory, which starts at shared address `base`: its 16 rows of A (rows
+// 16w..16w+15 of the warpgroup's 64) and all N rows of B, K elements each,
+// A's first. The bits there are the operands.
 struct OperandPlaces {
-  std::vector<std::uint32_t> address;  // per element
+  std::vector<std::uint32_t> address;  // per element, the byte offset from `base`
   int element_bytes = 4, K = 8;
 
-  OperandPlaces(const WgmmaLane& op, unsigned warp_in_group, std::size_t shared_bytes, const SourceSite& site) {
+  OperandPlaces(const WgmmaLane& op, unsigned warp_in_group, std::uint32_t base, std::size_t shared_bytes,
+                const SourceSite& site) {
     const WgmmaDescriptor da = decode_wgmma_descriptor(op.desc_a), db = decode_wgmma_descriptor(op.desc_b);
     check_descriptor(da, "A", site);
     check_descriptor(db, "B", site);
@@ -69,10 +84,13 @@ struct OperandPlaces {
     const auto add = [&](const WgmmaDescriptor& d, const char* which, int x) {
       for (int k = 0; k < K; ++k) {
         const std::uint32_t at = wgmma_kmajor_address(d, x, k * element_bytes);
-        CK_CHECK(at + static_cast<std::uint32_t>(element_bytes) <= shared_bytes, "wgmma.mma_async issued at ",
+        CK_CHECK(at >= base, "wgmma.mma_async issued at ", site.file, ":", site.line, ": ", which, "(", x, ", k ",
+                 k, ") is at shared byte ", at, ", before the block's dynamic shared memory (shared bytes ", base,
+                 " on)");
+        CK_CHECK(at - base + static_cast<std::uint32_t>(element_bytes) <= shared_bytes, "wgmma.mma_async issued at ",
                  site.file, ":", site.line, ": ", which, "(", x, ", k ", k, ") is at shared byte ", at,
-                 ", past the block's dynamic shared memory (", shared_bytes, " bytes)");
-        address.push_back(at);
+                 ", past the block's dynamic shared memory (", shared_bytes, " bytes from shared byte ", base, ")");
+        address.push_back(at - base);
       }
     };
     for (int r = 0; r < 16; ++r) add(da, "A", 16 * static_cast<int>(warp_in_group) + r);
@@ -96,8 +114,9 @@ double operand_value(WgmmaType type, std::uint32_t bits) {
 // changes in between was either not yet published when the wgmma was issued
 // (a missing barrier) or refilled before the wait that retires it, and on a
 // GPU the product would read either.
-void perform(const PendingWgmma& w, unsigned warp_in_group, const unsigned char* smem, std::size_t bytes) {
-  const OperandPlaces places(w.op, warp_in_group, bytes, w.site);
+void perform(const PendingWgmma& w, unsigned warp_in_group, const unsigned char* smem, std::uint32_t base,
+             std::size_t bytes) {
+  const OperandPlaces places(w.op, warp_in_group, base, bytes, w.site);
   const std::vector<std::uint32_t> bits = places.read(smem);
   CK_CHECK(bits.size() == w.operands.size(), "wgmma: the operands read at the issue were lost");
   for (std::size_t i = 0; i < bits.size(); ++i) {
@@ -107,7 +126,7 @@ void perform(const PendingWgmma& w, unsigned warp_in_group, const unsigned char*
     const std::size_t e = in_a ? i : i - a_elements;
     CK_FAIL("wgmma.mma_async issued at ", w.site.file, ":", w.site.line, ": ", in_a ? "A" : "B", "(",
             e / static_cast<std::size_t>(places.K) + (in_a ? 16 * warp_in_group : 0), ", k ",
-            e % static_cast<std::size_t>(places.K), ") at shared byte ", places.address[i],
+            e % static_cast<std::size_t>(places.K), ") at shared byte ", base + places.address[i],
             " changed between the issue and the wgmma.wait_group that retired it: the stage was written before "
             "a barrier published it, or refilled before this wait");
   }
@@ -166,7 +185,7 @@ void BlockScheduler::wgmma_complete(WarpOpKind kind, unsigned warp_index, Thread
       CK_CHECK(w.op.n >= 8 && w.op.n <= 256 && w.op.n % 8 == 0, "wgmma.mma_async at ", site.file, ":", site.line,
                ": N = ", w.op.n, " (m64nNk", w.op.type == WgmmaType::tf32 ? 8 : 16, ".", type_name(w.op.type),
                " takes N from 8 to 256 in steps of 8)");
-      const OperandPlaces places(w.op, warp_index % 4, launch_.dynamic_shared_bytes, site);
+      const OperandPlaces places(w.op, warp_index % 4, dynamic_shared_address_, launch_.dynamic_shared_bytes, site);
       const auto* smem = static_cast<const unsigned char*>(dynamic_shared_data_);
       // The checks see the reads as the running lane's (the profile counts
       // them its own way, at the wait).
@@ -189,7 +208,7 @@ void BlockScheduler::wgmma_complete(WarpOpKind kind, unsigned warp_index, Thread
         if (warp.wgmma_pending[i].group < limit) {
           const PendingWgmma& w = warp.wgmma_pending[i];
           perform(w, warp_index % 4, static_cast<const unsigned char*>(dynamic_shared_data_),
-                  launch_.dynamic_shared_bytes);
+                  dynamic_shared_address_, launch_.dynamic_shared_bytes);
           if (checker_.profiler().active()) {
             checker_.profiler().add_tensor_fmas(w.op.type == WgmmaType::bf16,
                                                 static_cast<std::uint64_t>(16) * w.op.n *
@@ -244,7 +263,7 @@ std::uint32_t shared_offset(const void* p, const char* file, int line) {
   const auto* at = static_cast<const unsigned char*>(p);
   CK_CHECK(base != nullptr && at >= base && at <= base + block.dynamic_shared_bytes(), "the shared address at ", file,
            ":", line, ": ", p, " is not in the block's dynamic shared memory (sim's wgmma reads operands there)");
-  return static_cast<std::uint32_t>(at - base);
+  return block.dynamic_shared_address() + static_cast<std::uint32_t>(at - base);
 }
 
 }  // namespace detail

@@ -195,6 +195,29 @@ TEST(SimWgmma, ProductsMatchFloat64InTheAccumulatorLayout) {
   }
 }
 
+// Descriptors hold shared addresses, which start at
+// sim::dynamic_shared_address(): moved to 528, the image that sat at byte
+// 1024 of dynamic shared memory (shared address 1024) sits at byte 496 for
+// the same descriptors, and the same products come out. Below the start is
+// an error; so is an address no GPU would give.
+TEST(SimWgmma, DescriptorsAddressSharedMemoryFromWhereItStarts) {
+  Problem p = make_problem(false, 128, dev::WgmmaSwizzle::bytes128, 1024, 1024 + 32, 1024 + 64 * 128 + 32, 16, 1024,
+                           (64 + 128) * 128, 8);
+  const std::vector<float> expected = reference(p, true);
+  {
+    const sim::ScopedDynamicSharedAddress moved(528);
+    p.call.offset = 1024 - 528;
+    EXPECT_EQ(run(p), expected);
+    const sim::ScopedDynamicSharedAddress past(2048);
+    p.call.offset = 0;
+    const std::string why = sim_test::error_message([&] { run(p); });
+    EXPECT_NE(why.find("before the block's dynamic shared memory (shared bytes 2048 on)"), std::string::npos) << why;
+  }
+  EXPECT_EQ(sim::dynamic_shared_address(), 0u);
+  EXPECT_NE(sim_test::error_message([] { sim::set_dynamic_shared_address(8); }).find("multiple of 16"),
+            std::string::npos);
+}
+
 TEST(SimWgmma, Tf32OperandsAreTruncatedTo19Bits) {
   Problem p = make_problem(false, 8, dev::WgmmaSwizzle::bytes128, 0, 0, 64 * 128, 16, 1024, (64 + 8) * 128, 1);
   // A(0, 0) = 1 + 2^-11 + 2^-20: tf32 keeps 10 fraction bits, so the tensor

@@ -50,8 +50,9 @@
 // mma.sync, which the kernel tests rely on.
 //
 // Shared addresses. A descriptor holds a shared-memory address; under sim
-// that is the byte offset into the block's dynamic shared memory
-// (dev::shared_address), and operands must live there.
+// that is dynamic_shared_address() (below) plus the byte offset into the
+// block's dynamic shared memory (dev::shared_address), and operands must
+// live there.
 //
 // Fences. wgmma.fence orders the accumulators' other accesses against the
 // wgmma that use them. sim cannot see register accesses, so it asks for the
@@ -67,13 +68,33 @@
 // with the element, the writer and both lines.
 //
 // Not checked here: that the four warps of a warpgroup issue the same
-// descriptors (each warp is checked on its own); and a kernel's alignment of
-// its stages, since sim's dynamic shared memory starts at shared address 0,
-// where a GPU's may not (the kernels here align by the shared address
-// anyway).
+// descriptors (each warp is checked on its own).
 #include <cstdint>
 
 namespace convkit::sim {
+
+// The shared address of every block's dynamic shared memory: 0 unless set.
+// On a GPU it is wherever the static shared memory and the driver's
+// reservation end, so a kernel whose swizzled stages need 1024-byte
+// alignment aligns them itself (dev::wgmma_aligned); tests move it to run
+// that code. A multiple of 16 below 64 KB (an error otherwise), read by each
+// launch as it starts.
+void set_dynamic_shared_address(std::uint32_t address);
+std::uint32_t dynamic_shared_address();
+
+// Sets the address for the lifetime of the object, then restores the previous one.
+class ScopedDynamicSharedAddress {
+ public:
+  explicit ScopedDynamicSharedAddress(std::uint32_t address) : previous_(dynamic_shared_address()) {
+    set_dynamic_shared_address(address);
+  }
+  ~ScopedDynamicSharedAddress() { set_dynamic_shared_address(previous_); }
+  ScopedDynamicSharedAddress(const ScopedDynamicSharedAddress&) = delete;
+  ScopedDynamicSharedAddress& operator=(const ScopedDynamicSharedAddress&) = delete;
+
+ private:
+  std::uint32_t previous_;
+};
 
 enum class WgmmaType : int { tf32 = 1, bf16 = 2 };
 // The descriptor's layout-type field (bits 62..63).
@@ -114,8 +135,9 @@ void wgmma_wait(int keep, const char* file, int line);
 // fence.proxy.async.shared::cta by the running thread (one thread, not a
 // warp meeting).
 void fence_proxy_async(const char* file, int line);
-// The byte offset of p in the running block's dynamic shared memory; an error
-// naming the call site when p is not in it.
+// p's shared address: dynamic_shared_address() plus its byte offset in the
+// running block's dynamic shared memory; an error naming the call site when
+// p is not in it.
 std::uint32_t shared_offset(const void* p, const char* file, int line);
 }  // namespace detail
 

@@ -15,6 +15,7 @@
 #include "convkit/sim/check.h"
 #include "convkit/sim/profile.h"
 #include "convkit/sim/schedule.h"
+#include "convkit/sim/wgmma.h"
 #include "gpu/gpu_testing.h"
 #include "gpu/tensor_core_tolerance.h"
 #include "kernels/gemm_tensor_core.cuh"
@@ -379,6 +380,25 @@ TEST(GpuGemmTensorCore, V6AndV7GiveV1sBitsInEveryThreadOrder) {
         }
       }
   }
+}
+
+// A GPU's dynamic shared memory starts wherever the static shared memory
+// and the driver's reservation end; sim's starts at shared address 0 unless
+// told otherwise. At 528 (16-aligned, not 1024) wgmma_aligned must skip 496
+// bytes for the swizzled stages, which the kernels' 1024 spare bytes hold:
+// the same bits, and memcheck and racecheck clean.
+TEST(GpuGemmTensorCore, V6AndV7AlignTheirStagesWhereverSharedMemoryStarts) {
+  for (int version : {6, 7})
+    for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16}) {
+      if (version == 6 && p == TensorCorePrecision::bf16) continue;
+      Case c;
+      c.precision = p, c.M = 130, c.N = 140, c.K = 100, c.trans_b = true;
+      const Result at0 = run(c, version, 4);
+      const convkit::sim::ScopedDynamicSharedAddress moved(528);
+      const convkit::sim::ScopedChecks checks(convkit::sim::Checks::parse(
+          convkit::sim::checks_available() ? "memcheck,racecheck" : ""));
+      ASSERT_EQ(at0.c, run(c, version, 4).c) << c.str() << " v" << version;
+    }
 }
 
 convkit::sim::KernelProfile profiled(TensorCorePrecision p, std::int64_t M, std::int64_t N, std::int64_t K,
