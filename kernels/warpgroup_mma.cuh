@@ -7,7 +7,8 @@
 //       matrix descriptor of an operand: its start address, leading and
 //       stride byte offsets (multiples of 16), and swizzle mode
 //   dev::shared_address(p)        p's shared-memory address (what a
-//       descriptor holds; under sim the offset into dynamic shared memory)
+//       descriptor holds; under sim sim::dynamic_shared_address() plus the
+//       offset into dynamic shared memory)
 //   dev::wgmma_fence()            wgmma.fence.sync.aligned: before the first
 //       wgmma, and after the accumulators were written by other instructions
 //   dev::wgmma_m64n128k8_tf32(d, desc_a, desc_b, accumulate)
