@@ -22,11 +22,6 @@ if(CONVKIT_CUDA STREQUAL "ON" OR CONVKIT_CUDA STREQUAL "AUTO")
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(CONVKIT_HAVE_CUDA ON)
-    # Tells the host code that the wgmma kernels were compiled for sm_90a
-    # (convkit::device_runs_wgmma); without it they are never launched.
-    if(CMAKE_CUDA_ARCHITECTURES MATCHES "90a")
-      add_compile_definitions($<$<COMPILE_LANGUAGE:CUDA>:CONVKIT_CUDA_SM90A=1>)
-    endif()
   elseif(CONVKIT_CUDA STREQUAL "ON")
     message(FATAL_ERROR "CONVKIT_CUDA=ON but no CUDA compiler (nvcc) was found")
   endif()

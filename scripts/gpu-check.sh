@@ -15,7 +15,7 @@
 #          instead of building, when they were built from these sources and
 #          load here (else it builds, saying why).
 # --steps A,B  runs only the named steps (configure, build and devices always
-#          run; the others: tests, nccl, sanitizer, bench_conv, gemm, train,
+#          run; the others: tests, ptx_jit, nccl, sanitizer, bench_conv, gemm, train,
 #          kernel_versions, kernel_times), so that a lease's second call
 #          measures what its first did not.
 # --layers A,B  keeps only these layers (by name, within the sets) in
@@ -183,7 +183,8 @@ elif [ $mode = gpu ] || [ ! -f "$build_dir/CMakeCache.txt" ]; then
 fi
 # A GPU build is whole (a --quick rerun finds it built); sim builds what its steps use.
 targets=(all)
-[ $mode = sim ] && targets=(convkit_cli bench_conv bench_gemm test_backend test_gpu_gemm test_ddp test_nccl_group)
+[ $mode = sim ] && targets=(convkit_cli bench_conv bench_gemm test_backend test_gpu_gemm test_gpu_gemm_tensor_core test_ddp
+  test_nccl_group)
 [ $prebuilt = 1 ] || step build cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
 cli=$build_dir/bin/convkit
 step devices "$cli" devices
@@ -243,6 +244,27 @@ sys.exit(1 if bad else 0)
 PY
 }
 step tests run_tests
+
+# ---- 4a. wgmma only where the GPU runs the build's sm_90a code: the
+# tensor-core GEMM suite's wgmma tests again under CUDA_FORCE_PTX_JIT=1, where
+# the driver ignores the machine code and compiles the compute_90 PTX, which
+# has no wgmma. device_runs_wgmma must say no (NoWgmmaWhereTheDriverCompilesPtx
+# must run and pass, not skip) and the wgmma tests skip instead of trapping.
+# Lazy module loading keeps the driver to compiling the kernels the filtered
+# tests launch. On sim, where no driver compiles anything, the refusal test
+# runs plainly, so that the step cannot rot.
+ptx_jit() {
+  local bin=$build_dir/tests/gpu/gemm_tensor_core/test_gpu_gemm_tensor_core filter='*V6Refuses*' log rc
+  [ $mode = gpu ] && bin+=_cuda filter='*Wgmma*:*V6Refuses*'
+  log=$(CUDA_FORCE_PTX_JIT=1 CUDA_MODULE_LOADING=LAZY timeout $test_cap_s "$bin" --gtest_filter="$filter" 2>&1)
+  rc=$?
+  printf '%s\n' "$log"
+  [ $rc -eq 0 ] || return $rc
+  if [ $mode = gpu ] && ! grep -q '^\[       OK \] GpuGemmTensorCore.NoWgmmaWhereTheDriverCompilesPtx' <<<"$log"; then
+    echo "--- NoWgmmaWhereTheDriverCompilesPtx did not run and pass"; return 1
+  fi
+}
+step ptx_jit ptx_jit
 
 # ---- 4b. the NCCL group with one rank (docs/distributed.md): its tests,
 # required to run (CONVKIT_TEST_REQUIRE_NCCL turns their skip into a

@@ -27,11 +27,20 @@
 // `__shared__ SharedArray<float[16][17]> tile;` so the sim checks see them. Use
 // CONVKIT_SIM_KERNEL (not __CUDA_ARCH__) to tell the emulator build apart;
 // __CUDA_ARCH__ stays undefined under g++.
+#include <atomic>
 #include <cstddef>
 #include <utility>
 
 #include "convkit/backend/kernel_launch.h"
 #include "convkit/core/error.h"
+
+namespace convkit {
+// Why a wgmma kernel cannot run where device_runs_wgmma() (below, for each
+// compiler) says no, for the cannot_implement checks that ask it.
+inline constexpr const char* kWgmmaNeeds =
+    "a compute capability 9.0 GPU running this build's sm_90a code (CMAKE_CUDA_ARCHITECTURES with 90a; PTX "
+    "compiled by the driver, as under CUDA_FORCE_PTX_JIT, has no wgmma)";
+}  // namespace convkit
 
 #if defined(__CUDACC__)
 // =================================== nvcc ===================================
@@ -103,20 +112,63 @@ inline std::size_t max_dynamic_shared_bytes() {
   return static_cast<std::size_t>(bytes);
 }
 
-// Whether kernels that use wgmma (kernels/warpgroup_mma.cuh) may run on the
-// current device: a compute capability 9.0 GPU (H100, H200), and this build
-// compiled them for sm_90a (CMAKE_CUDA_ARCHITECTURES holds 90a, which
-// defines CONVKIT_CUDA_SM90A); anywhere else their code traps.
-inline bool device_runs_wgmma() {
-#if defined(CONVKIT_CUDA_SM90A)
-  int device = 0, major = 0, minor = 0;
-  return cudaGetDevice(&device) == cudaSuccess &&
-         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess && major == 9 &&
-         minor == 0;
-#else
-  return false;
+namespace detail {
+
+// Sets *ran_sm90a where the code the device runs was compiled for sm_90a,
+// the only target whose code holds wgmma (warpgroup_mma.cuh traps on the
+// others). A template so that every file may include it.
+template <int = 0>
+__global__ void sm90a_code_probe(int* ran_sm90a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  *ran_sm90a = 1;
 #endif
+}
+
+// Runs the probe once on the current device. Any failure (no kernel image
+// for the device, no memory) reads as "no": a wgmma kernel would fail there too.
+inline bool probe_sm90a_code() {
+  int* flag = nullptr;
+  if (cudaMalloc(&flag, sizeof(int)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  int ran = 0;
+  bool ok = cudaMemset(flag, 0, sizeof(int)) == cudaSuccess;
+  if (ok) {
+    sm90a_code_probe<<<1, 1>>>(flag);
+    ok = cudaGetLastError() == cudaSuccess &&
+         cudaMemcpy(&ran, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
+  }
+  (void)cudaFree(flag);
+  (void)cudaGetLastError();
+  return ok && ran == 1;
+}
+
+}  // namespace detail
+
+// Whether kernels that use wgmma (kernels/warpgroup_mma.cuh) may run on the
+// current device: whether the device runs this build's sm_90a code, which
+// only a compute capability 9.0 GPU (H100, H200) does, and only where the
+// build made sm_90a code and the driver was not told to compile PTX instead.
+// The compute capability alone cannot say: under CUDA_FORCE_PTX_JIT an H100
+// runs the compute_90 PTX, where the wgmma kernels trap. So a probe kernel
+// asks the code itself, once per device (the first call synchronizes the
+// device; not to be first called inside a stream capture).
+inline bool device_runs_wgmma() {
+  constexpr int kCachedDevices = 64;
+  static std::atomic<signed char> known[kCachedDevices];  // 0 unknown, 1 yes, -1 no
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (device < 0 || device >= kCachedDevices) return detail::probe_sm90a_code();
+  signed char k = known[device].load(std::memory_order_acquire);
+  if (k == 0) {
+    k = detail::probe_sm90a_code() ? 1 : -1;
+    known[device].store(k, std::memory_order_release);
+  }
+  return k == 1;
 }
 
 }  // namespace convkit

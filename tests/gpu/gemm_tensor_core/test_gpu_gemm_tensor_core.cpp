@@ -7,8 +7,10 @@
 // reason; the sim profile sees conflict-free fragment reads.
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <random>
+#include <string>
 
 #include "convkit/backend/precision.h"
 #include "convkit/convkit.h"
@@ -339,13 +341,39 @@ TEST(GpuGemmTensorCore, V7WgmmaStagedAgreesWithV1InEveryLayout) {
   }
 }
 
-TEST(GpuGemmTensorCore, V6RefusesWhatWgmmaCannotRunWithAReason) {
+// C = A B^T, 4 x 4 x 4, every operand x (16 floats): the layout the wgmma
+// versions take, for the tests of their refusals.
+GemmArgs wgmma_shaped_4x4(float* x) {
   GemmArgs g;
   g.M = g.N = g.K = 4;
   g.lda = g.ldb = g.ldc = 4;
-  float x[16] = {};
   g.a = g.b = g.c = x;
   g.trans_b = true;
+  return g;
+}
+
+#if defined(__CUDACC__)
+// Under CUDA_FORCE_PTX_JIT=1 the driver ignores the build's sm_90a code and
+// compiles its compute_90 PTX, where the wgmma kernels trap: the probe
+// behind device_runs_wgmma must say no there, whatever the GPU. gpu-check's
+// ptx_jit step runs this suite so and requires this test to pass, not skip.
+TEST(GpuGemmTensorCore, NoWgmmaWhereTheDriverCompilesPtx) {
+  const char* jit = std::getenv("CUDA_FORCE_PTX_JIT");
+  if (jit == nullptr || std::string(jit) != "1") GTEST_SKIP() << "CUDA_FORCE_PTX_JIT=1 is not set";
+  EXPECT_FALSE(device_runs_wgmma());
+  float x[16] = {};
+  GemmArgs g = wgmma_shaped_4x4(x);
+  for (int version : {6, 7})
+    EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(TensorCorePrecision::tf32, DType::float32, g, version)
+                  .find("CUDA_FORCE_PTX_JIT"),
+              std::string::npos)
+        << version;
+}
+#endif
+
+TEST(GpuGemmTensorCore, V6RefusesWhatWgmmaCannotRunWithAReason) {
+  float x[16] = {};
+  GemmArgs g = wgmma_shaped_4x4(x);
   const auto why = [&](TensorCorePrecision p) { return kernels::gemm_tensor_core_cannot_implement(p, DType::float32, g, 6); };
   EXPECT_NE(why(TensorCorePrecision::bf16).find("tf32 only"), std::string::npos);
   for (int t : {0, 1, 3}) {  // every transpose pair but (A, B transposed)
