@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compiles every kernels/*.cu with nvcc for sm_80 and sm_90a plus compute_90 PTX
+# Compiles every kernels/*.cu with nvcc for sm_80 and sm_90a plus compute_80 PTX
 # and fails on the first error. With -Xptxas -v it records registers, shared
 # memory and spills per kernel.
 #   scripts/compile-kernels.sh [OUTPUT]   (default build/kernels/ptxas.txt;
@@ -25,8 +25,7 @@ echo "# nvcc $("$nvcc" --version | tail -n 2 | head -n 1)" > "$tmp"
 for k in "${kernels[@]}"; do
   echo "## $k" >> "$tmp"
   "$nvcc" -std=c++20 -O3 -Iinclude -Isrc -I. \
-    -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a \
-    -gencode arch=compute_90,code=compute_90 \
+    -gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_90a,code=sm_90a \
     -Xptxas -v -c "$k" -o "build/kernels/$(basename "$k" .cu).o" 2>> "$tmp" \
     || { cat "$tmp"; echo "compile-kernels: $k failed"; exit 1; }
 done

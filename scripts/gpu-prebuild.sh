@@ -7,8 +7,9 @@
 # (configure and build on the H200's 16 cores), here it costs none (about 20
 # minutes on 2 cores).
 #
-#   scripts/gpu-prebuild.sh [ARCH]     # ARCH: CMake's CUDA architecture, default 90a
-#                                      # (H100/H200 with the wgmma kernels)
+#   scripts/gpu-prebuild.sh [ARCHS]    # ARCHS: CMake's CUDA architectures, default
+#                                      # "90a-real;80-virtual" (H100/H200 with the wgmma
+#                                      # kernels, and gpu-check's compute_80 PTX)
 #
 # The archive records a hash of the sources it was built from
 # (scripts/source-hash.sh); `gpu-check.sh --prebuilt` uses it only when the
@@ -18,8 +19,8 @@
 # loaded there and listed the GPU (docs/results/nvidia-h200-2026-11-27).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-arch=${1:-90a}
-dir=build/gpu-sm$arch
+arch=${1:-90a-real;80-virtual}
+dir=build/gpu-sm${arch%%[-;]*}
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCONVKIT_BUILD_EXAMPLES=OFF -DCONVKIT_WERROR=OFF \
   -DCONVKIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DCONVKIT_MPI=ON -DCONVKIT_DNNL_INCLUDE=OFF >/dev/null
 # The targets gpu-check runs, by their output paths (ninja builds paths; the

@@ -124,24 +124,28 @@ __global__ void sm90a_code_probe(int* ran_sm90a) {
 #endif
 }
 
-// Runs the probe once on the current device. Any failure (no kernel image
-// for the device, no memory) reads as "no": a wgmma kernel would fail there too.
-inline bool probe_sm90a_code() {
+// Runs the probe on the current device: 1 it ran sm_90a code, 0 it did not
+// (or the build has no code for this device at all), -1 the probe could not
+// tell (no memory, a context already broken). Only errors the probe caused
+// are cleared: an error the caller has yet to read is not swallowed.
+inline int probe_sm90a_code() {
   int* flag = nullptr;
-  if (cudaMalloc(&flag, sizeof(int)) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
+  cudaError_t status = cudaMalloc(&flag, sizeof(int));
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();  // the allocation's own error
+    return -1;
   }
   int ran = 0;
-  bool ok = cudaMemset(flag, 0, sizeof(int)) == cudaSuccess;
-  if (ok) {
-    sm90a_code_probe<<<1, 1>>>(flag);
-    ok = cudaGetLastError() == cudaSuccess &&
-         cudaMemcpy(&ran, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
-  }
+  void* args[] = {&flag};
+  status = cudaMemset(flag, 0, sizeof(int));
+  if (status == cudaSuccess)
+    status = cudaLaunchKernel(reinterpret_cast<const void*>(&sm90a_code_probe<0>), dim3(1), dim3(1), args, 0,
+                              nullptr);
+  if (status == cudaSuccess) status = cudaMemcpy(&ran, flag, sizeof(int), cudaMemcpyDeviceToHost);
+  if (status != cudaSuccess) (void)cudaGetLastError();
   (void)cudaFree(flag);
-  (void)cudaGetLastError();
-  return ok && ran == 1;
+  if (status == cudaErrorNoKernelImageForDevice || status == cudaErrorInvalidDeviceFunction) return 0;
+  return status == cudaSuccess ? ran : -1;
 }
 
 }  // namespace detail
@@ -151,7 +155,7 @@ inline bool probe_sm90a_code() {
 // only a compute capability 9.0 GPU (H100, H200) does, and only where the
 // build made sm_90a code and the driver was not told to compile PTX instead.
 // The compute capability alone cannot say: under CUDA_FORCE_PTX_JIT an H100
-// runs the compute_90 PTX, where the wgmma kernels trap. So a probe kernel
+// runs the build's PTX (compute_80 by default), where the wgmma kernels trap. So a probe kernel
 // asks the code itself, once per device (the first call synchronizes the
 // device; not to be first called inside a stream capture).
 inline bool device_runs_wgmma() {
@@ -162,10 +166,12 @@ inline bool device_runs_wgmma() {
     (void)cudaGetLastError();
     return false;
   }
-  if (device < 0 || device >= kCachedDevices) return detail::probe_sm90a_code();
+  if (device < 0 || device >= kCachedDevices) return detail::probe_sm90a_code() == 1;
   signed char k = known[device].load(std::memory_order_acquire);
   if (k == 0) {
-    k = detail::probe_sm90a_code() ? 1 : -1;
+    const int ran = detail::probe_sm90a_code();
+    if (ran < 0) return false;  // asked again next time
+    k = ran == 1 ? 1 : -1;
     known[device].store(k, std::memory_order_release);
   }
   return k == 1;

@@ -354,9 +354,12 @@ GemmArgs wgmma_shaped_4x4(float* x) {
 
 #if defined(__CUDACC__)
 // Under CUDA_FORCE_PTX_JIT=1 the driver ignores the build's sm_90a code and
-// compiles its compute_90 PTX, where the wgmma kernels trap: the probe
-// behind device_runs_wgmma must say no there, whatever the GPU. gpu-check's
-// ptx_jit step runs this suite so and requires this test to pass, not skip.
+// compiles its PTX, compute_80 in the builds cmake/ConvkitCuda.cmake and
+// gpu-check make, where the wgmma kernels trap: the probe behind
+// device_runs_wgmma must say no there, whatever the GPU. gpu-check's ptx_jit
+// step runs this suite so and requires this test to pass, not skip. (A build
+// for 90a alone carries compute_90a PTX, which holds wgmma and where the
+// probe rightly says yes: this test is not for such a build.)
 TEST(GpuGemmTensorCore, NoWgmmaWhereTheDriverCompilesPtx) {
   const char* jit = std::getenv("CUDA_FORCE_PTX_JIT");
   if (jit == nullptr || std::string(jit) != "1") GTEST_SKIP() << "CUDA_FORCE_PTX_JIT=1 is not set";
