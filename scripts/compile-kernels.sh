@@ -25,7 +25,7 @@ echo "# nvcc $("$nvcc" --version | tail -n 2 | head -n 1)" > "$tmp"
 for k in "${kernels[@]}"; do
   echo "## $k" >> "$tmp"
   "$nvcc" -std=c++20 -O3 -Iinclude -Isrc -I. \
-    -gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_90a,code=sm_90a \
+    -gencode "arch=compute_80,code=[sm_80,compute_80]" -gencode arch=compute_90a,code=sm_90a \
     -Xptxas -v -c "$k" -o "build/kernels/$(basename "$k" .cu).o" 2>> "$tmp" \
     || { cat "$tmp"; echo "compile-kernels: $k failed"; exit 1; }
 done
