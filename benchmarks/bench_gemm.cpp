@@ -6,9 +6,12 @@
 // off the 4096 rows: at least 90% of cuBLAS SGEMM strict, 80% in tf32 and bf16.
 //
 // Floors: an n x n x n product does 2n^3 flops and must move at least 3n^2
-// floats (A, B read, C written): n/6 flop per 4 bytes, i.e. n/24 flop/B, so
-// at n >= 256 (>= 10 flop/B) it is compute-bound on any machine and the
-// ceiling is the peak FMA rate. What separates the GPU versions is how many
+// floats (A, B read, C written): 2n/3 flop per float, i.e. n/6 flop/B. An
+// H200's strict float32 pipes (66.9 TFLOP/s) against its 4.8 TB/s put the
+// ridge near 14 flop/B, so from n = 128 the product is compute-bound there
+// and the ceiling is the peak FMA rate; its tensor cores' dense peaks (TF32
+// 494.7, BF16 989.4 TFLOP/s) put the ridge near 103 and 206 flop/B, which the
+// product clears from n = 620 and 1,240. What separates the GPU versions is how many
 // bytes each pulls from global memory per flop (its "kernel intensity":
 // v1 0.25, v2 4, v3 32 flop/B), which each label quotes next to the floor.
 //
@@ -43,8 +46,8 @@ benchmark::Counter gflops_counter(double flops) {
 
 std::string floor_label(std::int64_t n) {
   char text[96];
-  std::snprintf(text, sizeof text, "fp32 n=%lld, problem intensity n/24 = %.1f flop/B", static_cast<long long>(n),
-                static_cast<double>(n) / 24);
+  std::snprintf(text, sizeof text, "fp32 n=%lld, problem intensity n/6 = %.1f flop/B", static_cast<long long>(n),
+                static_cast<double>(n) / 6);
   return text;
 }
 
