@@ -67,7 +67,7 @@ test_cap_s=600 sanitizer_budget_s=300 bench_cap_s=300 gemm_cap_s=150 train_cap_s
 kernel_times_budget_s=240 jit_cap_s=120
 [ $quick = 1 ] && test_cap_s=150 sanitizer_budget_s=60 bench_cap_s=90 gemm_cap_s=45 train_cap_s=90
 log=$out/log.txt steps=$out/steps.tsv
-: >"$log"; : >"$steps"; rm -f "$out"/{ctest.xml,sanitizer.log,bench_conv.json,bench_conv_tf32.json,bench_gemm.json,train.jsonl,versions-fp32.json,versions-tf32.json,versions-bf16.json}
+: >"$log"; : >"$steps"; rm -f "$out"/{ctest.xml,sanitizer.log,bench_conv.json,bench_conv_tf32.json,bench_gemm.json,train.jsonl,versions-fp32.json,versions-fp32-fft.json,versions-tf32.json,versions-tf32-wgmma.json,versions-bf16.json}
 jobs=$(nproc)
 [ -n "$build_dir" ] || build_dir=$root/build/gpu-check-$mode
 device=cuda; [ $mode = sim ] && device=sim
@@ -485,6 +485,8 @@ version_families=conv2d_direct,conv2d_implicit_gemm,conv2d_fft,conv2d_winograd
 versions_args=(--sets=$bench_sets --devices=$device --benchmark_min_time=0.01 --benchmark_format=console
                --benchmark_out_format=json)
 tf32_algos=im2col_gemm,cudnn
+# The rows of the tensor-core conv family's wgmma version (5), by name.
+wgmma_rows='@conv2d_implicit_gemm_tensor_core[.]v5/'
 # FFT's own kind of layer, which the two sets lack: convnet-benchmarks L4 (7x7,
 # 128 channels, 16 x 16), where the automatic choice takes fft. Every
 # conv2d_fft version and cuDNN, merged into the fp32 rows (a few seconds).
@@ -504,8 +506,15 @@ kernel_versions() {
     --kernel-versions=$version_families --benchmark_out="$out/versions-fp32.json" || rc=1
   timeout $versions_cap_s "$bin" "${fft_args[@]}" --algos=$fft_algos --kernel-versions=conv2d_fft \
     --benchmark_out="$out/versions-fp32-fft.json" || rc=1
+  # The wgmma version's rows run in a process of their own, after the others:
+  # a kernel that faults leaves the CUDA context unusable and takes every
+  # later row of its process with it, and wgmma is the newest code here.
   CONVKIT_ALLOW_TF32=1 timeout $versions_cap_s "$bin" "${versions_args[@]}" --algos=$tf32_algos \
-    --kernel-versions=conv2d_implicit_gemm_tensor_core --benchmark_out="$out/versions-tf32.json" || rc=1
+    --kernel-versions=conv2d_implicit_gemm_tensor_core --benchmark_filter="-$wgmma_rows" \
+    --benchmark_out="$out/versions-tf32.json" || rc=1
+  CONVKIT_ALLOW_TF32=1 timeout $versions_cap_s "$bin" "${versions_args[@]}" --algos=$tf32_algos \
+    --kernel-versions=conv2d_implicit_gemm_tensor_core --benchmark_filter="$wgmma_rows" \
+    --benchmark_out="$out/versions-tf32-wgmma.json" || rc=1
   CONVKIT_FLOAT32_PRECISION=medium timeout $versions_cap_s "$bin" "${versions_args[@]}" --algos=$tf32_algos \
     --kernel-versions=conv2d_implicit_gemm_tensor_core --benchmark_out="$out/versions-bf16.json" || rc=1
   # The merge also fails the step where a version's row neither ran nor
@@ -524,12 +533,15 @@ for precision in ("fp32", "tf32", "bf16"):
         continue
     run = doc["kernel_versions"][precision] = json.load(open(path))
     os.remove(path)
-    fft_path = os.path.join(out, f"versions-{precision}-fft.json")
-    if os.path.exists(fft_path):  # FFT's layer: its rows join the precision's
-        run["benchmarks"] += json.load(open(fft_path)).get("benchmarks", [])
-        os.remove(fft_path)
-    elif precision == "fp32":
-        problems.append("no fp32 run of FFT's layer")
+    # FFT's layer (fp32) and the wgmma version (tf32), each run apart:
+    # their rows join the precision's.
+    for part, expected in (("fft", "fp32"), ("wgmma", "tf32")):
+        part_path = os.path.join(out, f"versions-{precision}-{part}.json")
+        if os.path.exists(part_path):
+            run["benchmarks"] += json.load(open(part_path)).get("benchmarks", [])
+            os.remove(part_path)
+        elif precision == expected:
+            problems.append(f"no {precision} run of the {part} rows")
     for b in run.get("benchmarks", []):
         if not b.get("error_occurred"):
             ran += "@" in b["name"]
