@@ -853,7 +853,7 @@ std::string conv2d_implicit_gemm_channels_last_cannot_implement(const Conv2dDesc
 
 std::string conv2d_implicit_gemm_channels_last_wgmma_cannot_implement() {
   if (!device_runs_wgmma())
-    return detail::concat("version 5 runs wgmma, which needs ", kWgmmaNeeds);
+    return detail::concat("version 5 runs wgmma: ", why_no_wgmma());
   constexpr std::size_t bytes =
       std::max(channels_last::WgmmaTile<2>::kSharedBytes, channels_last::kWeightsSharedBytes);
   if (bytes > max_dynamic_shared_bytes())

@@ -1185,7 +1185,7 @@ std::string gemm_tensor_core_cannot_implement(TensorCorePrecision precision, DTy
     return detail::concat("C of ", g.M, " x ", g.N, " has more tiles than a grid holds (", kMaxGridX, ")");
   if (version == kWgmmaStagedVersion) {
     if (!device_runs_wgmma())
-      return detail::concat("version 7 runs wgmma, which needs ", kWgmmaNeeds);
+      return detail::concat("version 7 runs wgmma: ", why_no_wgmma());
     if (v7::kSharedBytes<TensorCorePrecision::tf32> > max_dynamic_shared_bytes())
       return detail::concat("version 7 needs ", v7::kSharedBytes<TensorCorePrecision::tf32>,
                             " bytes of shared memory per block; this device offers ", max_dynamic_shared_bytes());
@@ -1196,7 +1196,7 @@ std::string gemm_tensor_core_cannot_implement(TensorCorePrecision precision, DTy
       return "version 6 needs op(A) and op(B) k-contiguous (A not transposed, B transposed): tf32 wgmma reads "
              "K-major operands only";
     if (!device_runs_wgmma())
-      return detail::concat("version 6 runs wgmma, which needs ", kWgmmaNeeds);
+      return detail::concat("version 6 runs wgmma: ", why_no_wgmma());
     if (v6::kSharedBytes > max_dynamic_shared_bytes())
       return detail::concat("version 6 needs ", v6::kSharedBytes, " bytes of shared memory per block; this device "
                             "offers ", max_dynamic_shared_bytes());

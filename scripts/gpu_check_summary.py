@@ -29,19 +29,25 @@ def tests_summary(path):
         return None
     root = ET.parse(path).getroot()
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-    total = failed = skipped = 0
-    failures = []
+    # gpu-check reruns a binary that failed under CONVKIT_DISABLE_WGMMA=1; its
+    # cases, named "without_wgmma.", are counted apart from the first runs'.
+    counts = {first: {"total": 0, "failed": 0, "skipped": 0, "failures": []} for first in (True, False)}
+    cuda = 0
     for suite in suites:
         for case in suite.findall("testcase"):
-            total += 1
+            name = case.get("name") or ""
+            c = counts[not name.startswith("without_wgmma.")]
+            c["total"] += 1
             if case.find("failure") is not None or case.find("error") is not None:
-                failed += 1
-                failures.append(case.get("name"))
+                c["failed"] += 1
+                c["failures"].append(name)
             elif case.find("skipped") is not None or case.get("status") in ("notrun", "disabled"):
-                skipped += 1
-    cuda = sum(1 for s in suites for c in s.findall("testcase") if "cuda" in (c.get("name") or ""))
-    return {"total": total, "failed": failed, "skipped": skipped, "cuda_instances": cuda,
-            "failures": failures[:50]}
+                c["skipped"] += 1
+            cuda += "cuda" in name and not name.startswith("without_wgmma.")
+    first, rerun = counts[True], counts[False]
+    first["failures"] = first["failures"][:50]
+    rerun["failures"] = rerun["failures"][:50]
+    return {**first, "cuda_instances": cuda, "without_wgmma": rerun if rerun["total"] else None}
 
 
 def ms_of(b):
@@ -296,6 +302,11 @@ def markdown(s):
                  f"{t['cuda_instances']} cuda instances")
     for name in (t or {}).get("failures", []):
         lines.append(f"- FAILED {name}")
+    rerun = (t or {}).get("without_wgmma")
+    if rerun:
+        lines += ["", f"The binaries that failed, rerun under CONVKIT_DISABLE_WGMMA=1: {rerun['total']} tests, "
+                      f"{rerun['failed']} failed, {rerun['skipped']} skipped."]
+        lines += [f"- FAILED {name}" for name in rerun["failures"]]
     c = s["conv"]
     lines += conv_markdown(c, "", "bench_conv.json")
     lines += conv_markdown(s.get("conv_tf32"), " with TF32 allowed, convkit's and cuDNN's",

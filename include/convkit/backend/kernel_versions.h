@@ -31,6 +31,15 @@ int kernel_version(const std::string& family);
 // asked for it (the tensor-core convolution under reduced precision).
 bool kernel_version_pinned(const std::string& family);
 
+// Whether CONVKIT_DISABLE_WGMMA (1 or true; 0, false or unset leave them
+// on) keeps every kernel that runs wgmma (sm_90a) from running, as if the
+// device had none: their cannot_implement says so, and the versions before
+// them run. For comparing a GPU's results with and without those kernels,
+// and for gpu-check's rerun of a test binary that failed (a faulting kernel
+// takes every later test of its process with it). Read once; any other value
+// is an Error at every call, naming the variable.
+bool wgmma_disabled_by_environment();
+
 // The versions of `family` a tuner should time: its default and every later
 // version. Later ones are candidates not yet measured to win on every shape;
 // earlier ones are the simple twins the default replaced. Empty when

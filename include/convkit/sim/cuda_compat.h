@@ -32,14 +32,18 @@
 #include <utility>
 
 #include "convkit/backend/kernel_launch.h"
+#include "convkit/backend/kernel_versions.h"
 #include "convkit/core/error.h"
 
 namespace convkit {
 // Why a wgmma kernel cannot run where device_runs_wgmma() (below, for each
 // compiler) says no, for the cannot_implement checks that ask it.
-inline constexpr const char* kWgmmaNeeds =
-    "a compute capability 9.0 GPU running this build's sm_90a code (CMAKE_CUDA_ARCHITECTURES with 90a; PTX "
-    "compiled by the driver, as under CUDA_FORCE_PTX_JIT, has no wgmma)";
+inline const char* why_no_wgmma() {
+  return wgmma_disabled_by_environment()
+             ? "CONVKIT_DISABLE_WGMMA turns the wgmma kernels off"
+             : "wgmma needs a compute capability 9.0 GPU running this build's sm_90a code (CMAKE_CUDA_ARCHITECTURES "
+               "with 90a; PTX compiled by the driver, as under CUDA_FORCE_PTX_JIT, has no wgmma)";
+}
 }  // namespace convkit
 
 #if defined(__CUDACC__)
@@ -158,7 +162,9 @@ inline int probe_sm90a_code() {
 // runs the build's PTX (compute_80 by default), where the wgmma kernels trap. So a probe kernel
 // asks the code itself, once per device (the first call synchronizes the
 // device; not to be first called inside a stream capture).
+// CONVKIT_DISABLE_WGMMA=1 says no everywhere (kernel_versions.h).
 inline bool device_runs_wgmma() {
+  if (wgmma_disabled_by_environment()) return false;
   constexpr int kCachedDevices = 64;
   static std::atomic<signed char> known[kCachedDevices];  // 0 unknown, 1 yes, -1 no
   int device = 0;

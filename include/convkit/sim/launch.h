@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "convkit/backend/kernel_launch.h"
+#include "convkit/backend/kernel_versions.h"
 #include "convkit/core/error.h"
 #include "convkit/sim/runtime.h"
 #include "convkit/sim/vector_types.h"
@@ -71,7 +72,8 @@ void allow_dynamic_shared(void (*kernel)(Params...), std::size_t bytes) {
 // The most a kernel may opt in to: sim's limit is sm_90's.
 inline std::size_t max_dynamic_shared_bytes() { return sim::kMaxDynamicSharedBytes; }
 
-// sim emulates wgmma (convkit/sim/wgmma.h) whatever GPU it models.
-inline bool device_runs_wgmma() { return true; }
+// sim emulates wgmma (convkit/sim/wgmma.h) whatever GPU it models, unless
+// CONVKIT_DISABLE_WGMMA=1 turns it off (kernel_versions.h), as on a GPU.
+inline bool device_runs_wgmma() { return !wgmma_disabled_by_environment(); }
 
 }  // namespace convkit

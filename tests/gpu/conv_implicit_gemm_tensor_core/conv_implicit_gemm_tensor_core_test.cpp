@@ -147,7 +147,7 @@ class TensorCoreCase : public ::testing::TestWithParam<Param> {};
 TEST_P(TensorCoreCase, EveryPassIsWithinTheRoundingBoundOfTheFloat64Reference) {
   const auto [index, version, precision] = GetParam();
   const ConvCase& c = cases()[index];
-  if (version == kWgmma && !device_runs_wgmma()) GTEST_SKIP() << "this GPU or build has no wgmma (sm_90a)";
+  if (version == kWgmma && !device_runs_wgmma()) GTEST_SKIP() << why_no_wgmma();
   ASSERT_EQ(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, c.desc, version), "");
   expect_within_bound(c, run_tc(c.desc, version, precision), c.name + " v" + std::to_string(version), precision);
 }
@@ -376,7 +376,8 @@ TEST(ConvTensorCore, BadArgumentsNameTheProblem) {
   if (device_runs_wgmma()) {
     EXPECT_EQ(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, d, kWgmma), "");
   } else {
-    EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, d, kWgmma).find("sm_90a"),
+    EXPECT_NE(kernels::conv2d_implicit_gemm_tensor_core_cannot_implement(DType::float32, d, kWgmma)
+                  .find(why_no_wgmma()),
               std::string::npos);
   }
   const Conv2dDesc huge = make(1 << 16, 64, 32, 32, 64, 3, 3, 1);
@@ -486,7 +487,7 @@ TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
   if (!sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
   const Conv2dDesc d = make(2, 16, 12, 12, 24, 3, 3, 1);
   for (TensorCorePrecision p : {kTf32, kBf16})
-    for (int version : {kTiled, kPipelined, kChannelsLast, kWgmma})
+    for (int version : runnable({kTiled, kPipelined, kChannelsLast, kWgmma}))
       for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
         const std::string where = std::string(conv_pass_name(pass)) + " v" + std::to_string(version) + " " +
                                   kernels::precision_name(p);
@@ -514,6 +515,7 @@ TEST(ConvTensorCore, TheSimProfileCountsMmaAndFragmentReadsAreConflictFree) {
   // Version 4: the same tiles over the same 144 k (16 channels need no
   // padding), 9 stages of two k-steps.
   EXPECT_EQ(profiled(d, ConvPass::forward, kChannelsLast).tf32_fmas, 18u * 32 * 16 * 8 * 18);
+  if (!device_runs_wgmma()) return;  // CONVKIT_DISABLE_WGMMA
   // Version 5: 24 rows take the 64 x 128 tile (one warpgroup), 3 column
   // tiles, 5 stages of 32 k (144 rounded up), four m64n128k8 each.
   EXPECT_EQ(profiled(d, ConvPass::forward, kWgmma).tf32_fmas, 3u * 5 * 4 * 64 * 128 * 8);
@@ -564,7 +566,7 @@ TEST(ConvTensorCore, WgmmaTileRowsFollowTheBusiestSm) {
 // warpgroups give version 4's bits too, within the float64 bound, and the
 // profile counts 72 blocks of 256 threads.
 TEST(ConvTensorCore, WgmmaTwoWarpgroupTilesGiveVersion4Bits) {
-  if (!device_runs_wgmma()) GTEST_SKIP() << "this GPU or build has no wgmma (sm_90a)";
+  if (!device_runs_wgmma()) GTEST_SKIP() << why_no_wgmma();
   const ConvCase forward{"k128_1x1_n9_32x32", make(9, 4, 32, 32, 128, 1, 1, 0)};
   const ConvCase backward_data{"c128_1x1_n9_32x32", make(9, 128, 32, 32, 4, 1, 1, 0)};
   ASSERT_EQ(kernels::conv2d_implicit_gemm_wgmma_tile_rows(128, 9 * 32 * 32, 1), 128);
@@ -612,7 +614,7 @@ TEST(ConvTensorCore, ChannelsLastGathersFourChannelsPerCopy) {
   const Conv2dDesc d = make(2, 16, 12, 12, 24, 3, 3, 1);
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
     const sim::KernelProfile v3 = profiled(d, pass, kPipelined);
-    for (int version : {kChannelsLast, kWgmma}) {
+    for (int version : runnable({kChannelsLast, kWgmma})) {
       const sim::KernelProfile v = profiled(d, pass, version);
       const std::string where = std::string(conv_pass_name(pass)) + " v" + std::to_string(version);
       EXPECT_GT(v.global_load.requests, 0u) << where;

@@ -283,9 +283,7 @@ void expect_v1_bits_on_sim(const Result& v1, const Result& r, const std::string&
 // 4, aligned), sized chunks (K ragged, leading dims multiples of 4) and
 // 4-byte copies (leading dims not multiples of 4).
 TEST(GpuGemmTensorCore, V6WgmmaAgreesWithV1WhereBothOperandsAreKContiguous) {
-#if defined(__CUDACC__)
-  if (!device_runs_wgmma()) GTEST_SKIP() << "this GPU or build has no wgmma (sm_90a)";
-#endif
+  if (!device_runs_wgmma()) GTEST_SKIP() << why_no_wgmma();
   const std::int64_t shapes[][3] = {{1, 1, 1}, {7, 9, 5}, {33, 17, 40}, {70, 130, 33},
                                     {128, 128, 64}, {130, 257, 100}, {200, 129, 96}};
   for (const auto& s : shapes)
@@ -315,9 +313,7 @@ TEST(GpuGemmTensorCore, V6WgmmaAgreesWithV1WhereBothOperandsAreKContiguous) {
 // 16-byte loads (leading dims multiples of 4) and without (pad 1), and on a
 // batch with a broadcast B, alpha and beta.
 TEST(GpuGemmTensorCore, V7WgmmaStagedAgreesWithV1InEveryLayout) {
-#if defined(__CUDACC__)
-  if (!device_runs_wgmma()) GTEST_SKIP() << "this GPU or build has no wgmma (sm_90a)";
-#endif
+  if (!device_runs_wgmma()) GTEST_SKIP() << why_no_wgmma();
   const std::int64_t shapes[][3] = {{1, 1, 1}, {7, 9, 5}, {33, 17, 40}, {128, 128, 64}, {130, 257, 100}};
   for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16})
     for (int t = 0; t < 4; ++t)
@@ -374,6 +370,24 @@ TEST(GpuGemmTensorCore, NoWgmmaWhereTheDriverCompilesPtx) {
 }
 #endif
 
+// CONVKIT_DISABLE_WGMMA=1 turns the wgmma versions off on every device, sim
+// included: they refuse, naming the variable, and the default still runs.
+// tests/gpu/gemm_tensor_core/CMakeLists.txt runs this with the variable set,
+// and with a bad value, which must be an error that names it.
+TEST(GpuGemmTensorCoreEnvironment, DisableWgmmaTurnsTheWgmmaVersionsOff) {
+  const char* disable = std::getenv("CONVKIT_DISABLE_WGMMA");
+  if (disable == nullptr) GTEST_SKIP() << "CONVKIT_DISABLE_WGMMA is unset";
+  EXPECT_FALSE(device_runs_wgmma());
+  float x[16] = {};
+  const GemmArgs g = wgmma_shaped_4x4(x);
+  for (int version : {6, 7})
+    EXPECT_NE(kernels::gemm_tensor_core_cannot_implement(TensorCorePrecision::tf32, DType::float32, g, version)
+                  .find("CONVKIT_DISABLE_WGMMA"),
+              std::string::npos)
+        << version;
+  EXPECT_EQ(kernels::gemm_tensor_core_cannot_implement(TensorCorePrecision::tf32, DType::float32, g, 4), "");
+}
+
 TEST(GpuGemmTensorCore, V6RefusesWhatWgmmaCannotRunWithAReason) {
   float x[16] = {};
   GemmArgs g = wgmma_shaped_4x4(x);
@@ -387,7 +401,7 @@ TEST(GpuGemmTensorCore, V6RefusesWhatWgmmaCannotRunWithAReason) {
   if (device_runs_wgmma()) {
     EXPECT_EQ(why(TensorCorePrecision::tf32), "");
   } else {
-    EXPECT_NE(why(TensorCorePrecision::tf32).find("sm_90a"), std::string::npos);
+    EXPECT_NE(why(TensorCorePrecision::tf32).find(why_no_wgmma()), std::string::npos);
   }
 }
 
@@ -397,6 +411,7 @@ TEST(GpuGemmTensorCore, V6RefusesWhatWgmmaCannotRunWithAReason) {
 // while a warpgroup's products still read it, gives other bits than v1 in
 // some order (sim performs the products at the wait, docs/sim.md).
 TEST(GpuGemmTensorCore, V6AndV7GiveV1sBitsInEveryThreadOrder) {
+  if (!device_runs_wgmma()) GTEST_SKIP() << why_no_wgmma();
   for (const char* order : {"reverse", "random:7", "random:20261129"}) {
     const convkit::sim::ScopedSchedule schedule(convkit::sim::Schedule::parse(order));
     for (int version : {6, 7})
@@ -419,6 +434,7 @@ TEST(GpuGemmTensorCore, V6AndV7GiveV1sBitsInEveryThreadOrder) {
 // bytes for the swizzled stages, which the kernels' 1024 spare bytes hold:
 // the same bits, and memcheck and racecheck clean.
 TEST(GpuGemmTensorCore, V6AndV7AlignTheirStagesWhereverSharedMemoryStarts) {
+  if (!device_runs_wgmma()) GTEST_SKIP() << why_no_wgmma();
   for (int version : {6, 7})
     for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16}) {
       if (version == 6 && p == TensorCorePrecision::bf16) continue;
@@ -529,6 +545,7 @@ TEST(GpuGemmTensorCore, TheSimProfileSeesV4AndV5ConflictFreeInEveryLayout) {
 // Each wgmma counts 64 x 128 x 8 tensor-core multiply-adds, and its operand
 // reads count as conflict-free (the profile's rule for them, docs/sim.md).
 TEST(GpuGemmTensorCore, TheSimProfileSeesV6CopiesAndRoundingConflictFree) {
+  if (!device_runs_wgmma()) GTEST_SKIP() << why_no_wgmma();
   if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
   const convkit::sim::KernelProfile v6 = profiled_layout(TensorCorePrecision::tf32, false, true, 6, "v6");
   EXPECT_EQ(v6.tf32_fmas, 128u * 128 * 64);
@@ -544,6 +561,7 @@ TEST(GpuGemmTensorCore, TheSimProfileSeesV6CopiesAndRoundingConflictFree) {
 // in every layout and both precisions, its stores are free of bank
 // conflicts, and its 16-byte loads use every byte they fetch.
 TEST(GpuGemmTensorCore, TheSimProfileSeesV7StoresConflictFreeInEveryLayout) {
+  if (!device_runs_wgmma()) GTEST_SKIP() << why_no_wgmma();
   if (!convkit::sim::checks_available()) GTEST_SKIP() << "built with -DCONVKIT_SIM_CHECKS=OFF";
   for (TensorCorePrecision p : {TensorCorePrecision::tf32, TensorCorePrecision::bf16})
     for (int t = 0; t < 4; ++t) {
