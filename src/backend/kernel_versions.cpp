@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/environment_flag.h"
 #include "convkit/core/error.h"
 
 namespace convkit {
@@ -56,21 +57,12 @@ int from_environment(const std::string& family) {
   return static_cast<int>(version);
 }
 
-bool read_disable_wgmma() {
-  const char* v = std::getenv("CONVKIT_DISABLE_WGMMA");
-  if (v == nullptr || *v == '\0') return false;
-  const std::string s = v;
-  if (s == "1" || s == "true") return true;
-  if (s == "0" || s == "false") return false;
-  CK_FAIL("CONVKIT_DISABLE_WGMMA=", s, " is not one of 1, true, 0, false");
-}
-
 }  // namespace
 
 bool wgmma_disabled_by_environment() {
   // A throwing initializer leaves the static uninitialized, so every call
   // with a bad value reports it again.
-  static const bool disabled = read_disable_wgmma();
+  static const bool disabled = detail::environment_flag("CONVKIT_DISABLE_WGMMA").value_or(false);
   return disabled;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "backend/environment_flag.h"
 #include "convkit/core/error.h"
 
 namespace convkit {
@@ -18,15 +19,8 @@ std::optional<std::string> environment(const char* name) {
 
 Float32Precision from_environment() {
   std::optional<Float32Precision> tf32;
-  if (const auto v = environment("CONVKIT_ALLOW_TF32")) {
-    if (*v == "1" || *v == "true") {
-      tf32 = Float32Precision::high;
-    } else if (*v == "0" || *v == "false") {
-      tf32 = Float32Precision::highest;
-    } else {
-      CK_FAIL("CONVKIT_ALLOW_TF32=", *v, " is not one of 1, true, 0, false");
-    }
-  }
+  if (const auto allow = detail::environment_flag("CONVKIT_ALLOW_TF32"))
+    tf32 = *allow ? Float32Precision::high : Float32Precision::highest;
   const auto named = environment("CONVKIT_FLOAT32_PRECISION");
   if (!named) return tf32.value_or(Float32Precision::highest);
   Float32Precision p;
