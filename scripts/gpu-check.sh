@@ -203,6 +203,15 @@ run_tests() {
   ctest --test-dir "$build_dir" -j "$jobs" --timeout $test_cap_s \
     --output-on-failure --output-junit "$out/ctest.xml" -R '^Registry\.'
 }
+# run_test_binary BIN STEM: BIN's cuda tests (a *_cuda binary's all), its
+# report in STEM.xml and STEM.log, its exit status in STEM.rc.
+run_test_binary() {
+  local filter="*cuda*:*Cuda*:*CUDA*:Registry.*"
+  case $(basename "$1") in *_cuda) filter="*" ;; esac
+  CONVKIT_TEST_REQUIRE_CUDA=1 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive timeout "$test_cap_s" "$1" \
+    --gtest_filter="$filter" --gtest_brief=1 --gtest_output="xml:$2.xml" >"$2.log" 2>&1 </dev/null
+  echo $? >"$2.rc"
+}
 # All binaries at once, each report kept; then one JUnit file in CTest's
 # naming ("cuda." before a *_cuda binary's tests), with a failed case for a
 # binary that crashed or timed out. The binaries, not CTest's lists, say what
@@ -213,27 +222,15 @@ run_tests() {
 # The rerun's cases join the report as "without_wgmma." ones; it does not
 # change the step's status, which the first runs decide.
 run_test_binaries() {
-  local reports=$build_dir/gpu-check-reports
+  local reports=$build_dir/gpu-check-reports bin stem
   rm -rf "$reports"; mkdir -p "$reports"
-  find "$build_dir/tests" -type f -perm -u+x -name 'test_*' ! -path '*/CMakeFiles/*' | sort |
-    CONVKIT_TEST_REQUIRE_CUDA=1 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive \
-    xargs -P "$jobs" -I{} sh -c '
-      bin=$1 reports=$2 name=$(basename "$1") filter="*cuda*:*Cuda*:*CUDA*:Registry.*"
-      case $name in *_cuda) filter="*" ;; esac
-      timeout $3 "$bin" --gtest_filter="$filter" --gtest_brief=1 --gtest_output="xml:$reports/$name.xml" \
-        >"$reports/$name.log" 2>&1
-      echo $? >"$reports/$name.rc"' _ {} "$reports" "$test_cap_s"
-  local rc_file name filter
-  for rc_file in "$reports"/*.rc; do
-    [ "$(cat "$rc_file")" = 0 ] && continue
-    name=$(basename "$rc_file" .rc) filter="*cuda*:*Cuda*:*CUDA*:Registry.*"
-    case $name in *_cuda) filter="*" ;; esac
-    bin=$(find "$build_dir/tests" -type f -name "$name" ! -path '*/CMakeFiles/*' | head -n 1)
-    CONVKIT_DISABLE_WGMMA=1 CONVKIT_TEST_REQUIRE_CUDA=1 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive \
-      timeout "$test_cap_s" "$bin" --gtest_filter="$filter" --gtest_brief=1 \
-      --gtest_output="xml:$reports/$name.without_wgmma.xml" >"$reports/$name.without_wgmma.log" 2>&1
-    echo $? >"$reports/$name.without_wgmma.rerun"
-  done
+  export -f run_test_binary; export test_cap_s
+  find "$build_dir/tests" -type f -perm -u+x -name 'test_*' ! -path '*/CMakeFiles/*' | sort >"$reports/binaries"
+  xargs -P "$jobs" -I{} bash -c 'run_test_binary "$1" "$2/$(basename "$1")"' _ {} "$reports" <"$reports/binaries"
+  while read -r bin; do
+    stem=$reports/$(basename "$bin")
+    [ "$(cat "$stem.rc")" = 0 ] || CONVKIT_DISABLE_WGMMA=1 run_test_binary "$bin" "$stem.without_wgmma"
+  done <"$reports/binaries"
   cat "$reports"/*.log
   python3 - "$reports" "$out/ctest.xml" <<'PY'
 import glob, os, sys, xml.etree.ElementTree as ET
@@ -241,11 +238,10 @@ reports, out = sys.argv[1], sys.argv[2]
 root = ET.Element("testsuites")
 bad = 0
 ran = 0
-# *.rc: the first runs; *.without_wgmma.rerun: the reruns of those that failed.
-runs = [(p, False) for p in glob.glob(os.path.join(reports, "*.rc"))]
-runs += [(p, True) for p in glob.glob(os.path.join(reports, "*.without_wgmma.rerun"))]
-for rc_path, rerun in sorted(runs):
-    name = os.path.basename(rc_path).rsplit(".", 1)[0]
+# NAME.rc: a first run; NAME.without_wgmma.rc: the rerun of one that failed.
+for rc_path in sorted(glob.glob(os.path.join(reports, "*.rc"))):
+    name = os.path.basename(rc_path)[:-3]
+    rerun = name.endswith(".without_wgmma")
     binary = name[:-len(".without_wgmma")] if rerun else name
     prefix = ("without_wgmma." if rerun else "") + ("cuda." if binary.endswith("_cuda") else "")
     rc = int(open(rc_path).read().strip() or 1)
@@ -275,8 +271,9 @@ step tests run_tests
 # ---- 4a. wgmma only where the GPU runs the build's sm_90a code: the
 # tensor-core GEMM suite's wgmma tests again under CUDA_FORCE_PTX_JIT=1, where
 # the driver ignores the machine code and compiles the build's PTX (compute_80,
-# as every build but one for 90a alone makes), which has no wgmma. device_runs_wgmma must say no (NoWgmmaWhereTheDriverCompilesPtx
-# must run and pass, not skip) and the wgmma tests skip instead of trapping.
+# as every build but one for 90a alone makes), which has no wgmma.
+# device_runs_wgmma must say no (NoWgmmaWhereTheDriverCompilesPtx must run
+# and pass, not skip) and the wgmma tests skip instead of trapping.
 # Lazy module loading keeps the driver to compiling the modules the filtered
 # tests launch from: the probe's (one kernel file's PTX, an estimate of
 # 10-30 s, not measured), capped at jit_cap_s. On sim, where no driver
