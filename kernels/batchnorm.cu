@@ -51,6 +51,7 @@
 
 #include <type_traits>
 
+#include "convkit/backend/batch_norm_math.h"
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/dispatch.cuh"
 #include "kernels/tensor_view.cuh"
@@ -219,6 +220,14 @@ __global__ void stats_merge_partials(const T* partial_mean, const T* partial_m2,
     w = warp_reduce_down(w, MergeWelford<T>{});
     if (lane == 0) write_stats(w, mean, var, c);
   }
+}
+
+// ---- the map's coefficients, a thread per channel (C values: launch-bound,
+// and one launch where the tensor ops it replaces took eleven).
+template <typename T>
+__global__ void coefficients_kernel(batch_norm_math::CoefficientScalars<T> s,
+                                    batch_norm_math::CoefficientArrays<T> a, std::int64_t C) {
+  for (std::int64_t c = grid_thread(); c < C; c += grid_threads()) batch_norm_math::coefficients_of_channel(s, a, c);
 }
 
 // ---- backward sums: sum(dy) and sum(dy * (x - mean)), same three mappings.
@@ -408,6 +417,24 @@ void launch_batch_norm_stats(DType dtype, const void* x, std::int64_t N, std::in
         return;
       }
     }
+  });
+}
+
+void launch_batch_norm_coefficients(DType dtype, std::int64_t C, const void* mean, const void* var,
+                                    const void* weight, const void* bias, void* running_mean, void* running_var,
+                                    BatchNormCoefficientStep step, void* invstd, void* scale, void* shift) {
+  if (C == 0) return;
+  CK_CHECK((running_mean == nullptr) == (running_var == nullptr),
+           "batch_norm_coefficients: running_mean and running_var must both be given or both be null");
+  const LaunchShape shape = grid_stride_shape(C);
+  dispatch_floating(dtype, "batch_norm_coefficients", [&](auto t) {
+    using T = decltype(t);
+    const batch_norm_math::CoefficientArrays<T> a{
+        static_cast<const T*>(mean),   static_cast<const T*>(var),  static_cast<const T*>(weight),
+        static_cast<const T*>(bias),   static_cast<T*>(running_mean), static_cast<T*>(running_var),
+        static_cast<T*>(invstd),       static_cast<T*>(scale),      static_cast<T*>(shift)};
+    launch(coefficients_kernel<T>, dim3(shape.blocks), dim3(shape.threads), 0, nullptr,
+           batch_norm_math::coefficient_scalars<T>(step), a, C);
   });
 }
 

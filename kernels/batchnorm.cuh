@@ -6,6 +6,7 @@
 // docs/gpu/batchnorm.md explains the mappings.
 #include <cstdint>
 
+#include "convkit/backend/kernel_params.h"
 #include "convkit/core/dtype.h"
 #include "convkit/sim/cuda_compat.h"
 
@@ -34,6 +35,12 @@ BatchNormPlan plan_batch_norm(std::int64_t N, std::int64_t C, std::int64_t S, in
 // mean[c] and the biased variance var[c] of channel c (Welford, merged pairwise).
 void launch_batch_norm_stats(DType dtype, const void* x, std::int64_t N, std::int64_t C, std::int64_t S, void* mean,
                              void* var, const BatchNormPlan& plan, void* workspace);
+// invstd, scale and shift of the C channels from mean, var, weight and bias
+// (null: none), and running_mean and running_var (both null, or both not)
+// updated in place: Backend::batch_norm_coefficients, one thread per channel.
+void launch_batch_norm_coefficients(DType dtype, std::int64_t C, const void* mean, const void* var,
+                                    const void* weight, const void* bias, void* running_mean, void* running_var,
+                                    BatchNormCoefficientStep step, void* invstd, void* scale, void* shift);
 // sum_dy[c] = sum(grad_out), sum_dy_xmu[c] = sum(grad_out * (x - mean[c])).
 void launch_batch_norm_backward_reduce(DType dtype, const void* grad_out, const void* x, const void* mean,
                                        std::int64_t N, std::int64_t C, std::int64_t S, void* sum_dy,

@@ -194,6 +194,16 @@ void Backend::batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor
   f.finish();
 }
 
+void Backend::batch_norm_coefficients(const Tensor& mean, const Tensor& var, const Tensor& weight,
+                                      const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,
+                                      BatchNormCoefficientStep step, const Tensor& invstd, const Tensor& scale,
+                                      const Tensor& shift) {
+  CpuFallback f(*this, BackendOp::batch_norm_coefficients);
+  f.cpu().batch_norm_coefficients(f.in(mean), f.in(var), f.in(weight), f.in(bias), f.inout(running_mean),
+                                  f.inout(running_var), step, f.out(invstd), f.out(scale), f.out(shift));
+  f.finish();
+}
+
 void Backend::batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu,
                                 const Tensor& out) {
   CpuFallback f(*this, BackendOp::batch_norm_affine);

@@ -42,6 +42,9 @@ class CpuBackend final : public Backend {
   void avg_pool2d_forward(const Tensor& x, const Tensor& out, PoolWindow window) override;
   void avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_in, PoolWindow window) override;
   void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) override;
+  void batch_norm_coefficients(const Tensor& mean, const Tensor& var, const Tensor& weight, const Tensor& bias,
+                               const Tensor& running_mean, const Tensor& running_var, BatchNormCoefficientStep step,
+                               const Tensor& invstd, const Tensor& scale, const Tensor& shift) override;
   void batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu,
                          const Tensor& out) override;
   void batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& x, const Tensor& mean,

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "convkit/backend/batch_norm_math.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/strided_loop.h"
 
@@ -133,6 +134,20 @@ void CpuBackend::batch_norm_stats(const Tensor& x, const Tensor& mean, const Ten
       mp[c] = static_cast<T>(shifts[c] + mean_d);
       vp[c] = static_cast<T>(std::max(0.0, sq * inv_m - mean_d * mean_d));
     }
+  });
+}
+
+void CpuBackend::batch_norm_coefficients(const Tensor& mean, const Tensor& var, const Tensor& weight,
+                                         const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,
+                                         BatchNormCoefficientStep step, const Tensor& invstd, const Tensor& scale,
+                                         const Tensor& shift) {
+  dispatch_floating(mean.dtype(), "batch_norm_coefficients", [&]<typename T>() {
+    const batch_norm_math::CoefficientScalars<T> s = batch_norm_math::coefficient_scalars<T>(step);
+    const auto or_null = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+    const batch_norm_math::CoefficientArrays<T> a{mean.data<T>(),      var.data<T>(),        weight.data<T>(),
+                                                  or_null(bias),       or_null(running_mean), or_null(running_var),
+                                                  invstd.data<T>(),    scale.data<T>(),      shift.data<T>()};
+    for (std::int64_t c = 0; c < mean.numel(); ++c) batch_norm_math::coefficients_of_channel(s, a, c);
   });
 }
 

@@ -34,6 +34,15 @@ void GpuBackend::batch_norm_stats(const Tensor& x, const Tensor& mean, const Ten
                           data_or_null(workspace));
 }
 
+void GpuBackend::batch_norm_coefficients(const Tensor& mean, const Tensor& var, const Tensor& weight,
+                                         const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,
+                                         BatchNormCoefficientStep step, const Tensor& invstd, const Tensor& scale,
+                                         const Tensor& shift) {
+  launch_batch_norm_coefficients(mean.dtype(), mean.numel(), mean.raw_data(), var.raw_data(), weight.raw_data(),
+                                 data_or_null(bias), data_or_null(running_mean), data_or_null(running_var), step,
+                                 invstd.raw_data(), scale.raw_data(), shift.raw_data());
+}
+
 void GpuBackend::batch_norm_affine(const Tensor& x, const Tensor& scale, const Tensor& shift, bool relu,
                                    const Tensor& out) {
   const ChannelView v("batch_norm_affine", x);

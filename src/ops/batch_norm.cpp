@@ -1,10 +1,12 @@
 // Batch normalisation. The forward folds mean, 1/std, weight and bias into one
-// per-channel scale and shift, so the backend makes a single pass over x; the
+// per-channel scale and shift (one backend call, which also updates the
+// running statistics), so the backend makes a single pass over x; the
 // backward is the closed-form one (two passes: per-channel sums, then the
 // input gradient), not a chain of elementwise ops. A following ReLU, and a
 // residual added before it, ride in the same passes: forward in the affine
 // map, backward in the reduction, which masks the gradient as it sums it.
 #include <cmath>
+#include <utility>
 #include "core/op_scope.h"
 
 #include "convkit/ops/elementwise.h"
@@ -69,33 +71,37 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& residual, const Tensor& ru
 
   Backend& be = backend_of(x);
   const Tensor xc = x.detach().contiguous();
-  Tensor mean, invstd;
+  const Tensor w = weight.defined() ? weight.detach().contiguous() : ones({C}, TensorOptions().dtype(x.dtype()).device(x.device()));
+  Tensor mean;
+  const Tensor invstd = channel_tensor(x), scale = channel_tensor(x), shift = channel_tensor(x);
   {
     NoGradGuard no_grad;
+    const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
     if (training) {
       mean = channel_tensor(x);
-      Tensor var = channel_tensor(x);
+      const Tensor var = channel_tensor(x);
+      // M > 1 here; the running variance is the unbiased one.
+      const BatchNormCoefficientStep step{eps, momentum, static_cast<double>(M) / static_cast<double>(M - 1)};
       be.batch_norm_stats(xc, mean, var);
-      invstd = 1.0 / sqrt(add_scalar(var, eps));
-      if (running_mean.defined()) {
-        const double unbiased = static_cast<double>(M) / static_cast<double>(M - 1);
-        Tensor rm = running_mean, rv = running_var;  // handles onto the caller's buffers
-        rm.mul_(1 - momentum).add_(mean, momentum);
-        rv.mul_(1 - momentum).add_(var, momentum * unbiased);
+      // The running statistics are the caller's buffers, updated in place
+      // (through contiguous copies where they are strided views).
+      Tensor rm = running_mean.defined() ? running_mean.contiguous() : Tensor();
+      Tensor rv = running_var.defined() ? running_var.contiguous() : Tensor();
+      be.batch_norm_coefficients(mean, var, w, b, rm, rv, step, invstd, scale, shift);
+      for (auto [buffer, updated] : {std::pair{running_mean, rm}, std::pair{running_var, rv}}) {
+        if (!buffer.defined()) continue;
+        if (updated.storage() == buffer.storage()) {
+          buffer.storage()->bump_version();
+        } else {
+          buffer.copy_(updated);
+        }
       }
     } else {
-      // Copies, so that a later update of the running stats cannot change this node's backward.
+      // A copy, so that a later update of the running stats cannot change this node's backward.
       mean = running_mean.contiguous().clone();
-      invstd = 1.0 / sqrt(add_scalar(running_var, eps));
+      be.batch_norm_coefficients(mean, running_var.contiguous(), w, b, Tensor(), Tensor(),
+                                 BatchNormCoefficientStep{eps, 0.0, 1.0}, invstd, scale, shift);
     }
-  }
-  const Tensor w = weight.defined() ? weight.detach().contiguous() : ones({C}, TensorOptions().dtype(x.dtype()).device(x.device()));
-  Tensor scale, shift;
-  {
-    NoGradGuard no_grad;
-    scale = mul(w, invstd);
-    shift = neg(mul(mean, scale));
-    if (bias.defined()) shift = add(shift, bias.detach());
   }
   Tensor out = detail::new_empty(x.shape(), x);
   if (out.numel() > 0 && has_residual) {

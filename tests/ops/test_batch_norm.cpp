@@ -1,6 +1,7 @@
 // Batch norm: training-mode output and running-stat updates against a float64
-// reference over several steps, eval mode from the running stats, and
-// gradcheck of the closed-form backward in both modes.
+// reference over several steps, eval mode from the running stats, gradcheck
+// of the closed-form backward in both modes, and the backend's coefficients
+// against the tensor ops they replaced, bit for bit.
 #include <algorithm>
 #include <cmath>
 
@@ -177,6 +178,72 @@ TEST_P(BatchNorm, NonContiguousGradientInput) {
   EXPECT_TRUE(grad_ok([&](const auto& in) {
     return batch_norm(in[0].slice(1, 0, 6, 2), Tensor(), Tensor(), Tensor(), Tensor(), true);
   }, {big}));
+}
+
+// Backend::batch_norm_coefficients is the chain of tensor ops the op ran
+// before it (eleven launches on a GPU), to the last bit, on every device:
+// with and without bias and running statistics, momentum 0, 0.1 and 1, a
+// zero variance, and C past one block of threads.
+TEST_P(BatchNorm, CoefficientsAreTheComposedTensorOpsBitForBit) {
+  std::mt19937_64 rng(testing::kSeed + 206);
+  const double eps = 1e-5, correction = 7.0 / 6.0;
+  for (DType dt : {DType::float32, DType::float64}) {
+    const TensorOptions o = opts(dt, GetParam());
+    for (std::int64_t C : {1, 3, 64, 300}) {
+      const Tensor mean = random_tensor({C}, rng, o, -3, 3), weight = random_tensor({C}, rng, o, -2, 2);
+      Tensor var = random_tensor({C}, rng, o, 0, 4);
+      var.narrow(0, 0, 1).fill_(0.0);
+      for (bool with_bias : {true, false})
+        for (bool running : {true, false})
+          for (double momentum : {0.1, 0.0, 1.0}) {
+            SCOPED_TRACE(::testing::Message() << dt << " C " << C << " bias " << with_bias << " running " << running
+                                            << " momentum " << momentum);
+            const Tensor bias = with_bias ? random_tensor({C}, rng, o) : Tensor();
+            const Tensor rm0 = random_tensor({C}, rng, o), rv0 = random_tensor({C}, rng, o, 0.5, 2);
+            const Tensor invstd_want = 1.0 / sqrt(add_scalar(var, eps));
+            const Tensor scale_want = mul(weight, invstd_want);
+            Tensor shift_want = neg(mul(mean, scale_want));
+            if (with_bias) shift_want = add(shift_want, bias);
+            Tensor rm_want = rm0.clone(), rv_want = rv0.clone();
+            rm_want.mul_(1 - momentum).add_(mean, momentum);
+            rv_want.mul_(1 - momentum).add_(var, momentum * correction);
+
+            const Tensor invstd = empty({C}, o), scale = empty({C}, o), shift = empty({C}, o);
+            const Tensor rm = running ? rm0.clone() : Tensor(), rv = running ? rv0.clone() : Tensor();
+            backend_for(GetParam()).batch_norm_coefficients(mean, var, weight, bias, rm, rv,
+                                                           {eps, momentum, correction}, invstd, scale, shift);
+            EXPECT_EQ(invstd.to_vector<double>(), invstd_want.to_vector<double>());
+            EXPECT_EQ(scale.to_vector<double>(), scale_want.to_vector<double>());
+            EXPECT_EQ(shift.to_vector<double>(), shift_want.to_vector<double>());
+            if (running) {
+              EXPECT_EQ(rm.to_vector<double>(), rm_want.to_vector<double>());
+              EXPECT_EQ(rv.to_vector<double>(), rv_want.to_vector<double>());
+            }
+          }
+    }
+  }
+}
+
+// Running statistics that are strided views are updated where they lie, the
+// elements between them untouched, as contiguous ones are.
+TEST_P(BatchNorm, StridedRunningStatsAreUpdatedInPlace) {
+  std::mt19937_64 rng(testing::kSeed + 207);
+  const TensorOptions o = opts(DType::float32, GetParam());
+  const Tensor x = random_tensor({4, 3, 2, 2}, rng, o);
+  Tensor rm_dense = random_tensor({3}, rng, o), rv_dense = random_tensor({3}, rng, o, 0.5, 2);
+  Tensor rm_big = full({6}, 7.0, o), rv_big = full({6}, 9.0, o);
+  Tensor rm_view = rm_big.slice(0, 0, 6, 2), rv_view = rv_big.slice(0, 1, 6, 2);
+  rm_view.copy_(rm_dense);
+  rv_view.copy_(rv_dense);
+  const Tensor want = batch_norm(x, rm_dense, rv_dense, Tensor(), Tensor(), true);
+  const Tensor got = batch_norm(x, rm_view, rv_view, Tensor(), Tensor(), true);
+  EXPECT_EQ(got.to_vector<double>(), want.to_vector<double>());
+  EXPECT_EQ(rm_view.to_vector<double>(), rm_dense.to_vector<double>());
+  EXPECT_EQ(rv_view.to_vector<double>(), rv_dense.to_vector<double>());
+  for (std::int64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(rm_big[2 * i + 1].item(), 7.0);
+    EXPECT_EQ(rv_big[2 * i].item(), 9.0);
+  }
 }
 
 TEST_P(BatchNorm, BadArgumentsAreClearErrors) {

@@ -120,6 +120,20 @@ class Backend : public Allocator {
   // per-channel tensors are [C], and M = N * S.
   // mean[c] and the biased variance var[c] of channel c.
   virtual void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var);
+  // The map's coefficients from mean and var (the batch's statistics in
+  // training, the running ones in eval), all [C] and contiguous:
+  // invstd = 1 / sqrt(var + eps), scale = weight * invstd and
+  // shift = -(mean * scale) + bias (bias may be undefined: no bias). With
+  // running_mean and running_var defined (both or neither), they are updated
+  // in place: running = running * (1 - momentum) + batch * momentum, the
+  // variance's term times variance_correction. Every scalar rounded to T and
+  // every product rounded before its sum (convkit/backend/batch_norm_math.h),
+  // so the result is bit for bit that of the same formulas as tensor ops;
+  // one launch where they took eleven.
+  virtual void batch_norm_coefficients(const Tensor& mean, const Tensor& var, const Tensor& weight,
+                                       const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,
+                                       BatchNormCoefficientStep step, const Tensor& invstd, const Tensor& scale,
+                                       const Tensor& shift);
   // out = x * scale[c] + shift[c]: normalisation and affine folded into one map
   // (also the eval-mode input gradient, with shift = 0); with `relu`,
   // out = max(0, x * scale[c] + shift[c]), batch norm and a following ReLU in

@@ -16,7 +16,7 @@ namespace convkit {
   X(arange) X(uniform) X(normal)                                                    \
   X(max_pool2d_forward) X(max_pool2d_backward)                                      \
   X(avg_pool2d_forward) X(avg_pool2d_backward)                                      \
-  X(batch_norm_stats) X(batch_norm_affine)                                          \
+  X(batch_norm_stats) X(batch_norm_coefficients) X(batch_norm_affine)               \
   X(batch_norm_backward_reduce) X(batch_norm_backward_input)                        \
   X(batch_norm_add_relu) X(batch_norm_relu_backward_reduce)                         \
   X(dropout_mask)                                                                   \

@@ -45,6 +45,15 @@ struct PoolWindow {
   bool count_include_pad = true;      // average pooling only
 };
 
+// Batch norm's per-channel coefficients (Backend::batch_norm_coefficients),
+// the rule of convkit/backend/batch_norm_math.h. momentum and
+// variance_correction matter only where running statistics are updated.
+struct BatchNormCoefficientStep {
+  double eps = 1e-5;
+  double momentum = 0.1;             // running = running * (1 - momentum) + batch * momentum
+  double variance_correction = 1.0;  // M / (M - 1): the running variance is the unbiased one
+};
+
 // One fused SGD step over one parameter tensor (Backend::sgd_update), the rule
 // of optim::sgd_update element by element (convkit/backend/optimizer_math.h).
 struct SgdStep {
