@@ -43,18 +43,25 @@
 //                          merges each channel's partials in one warp. A
 //                          partial's count is implied by the mapping, so only
 //                          two numbers per block are stored.
+//   v4 vector_maps         v3's reductions; the elementwise maps move 16 bytes
+//                          per step where S is a multiple of that and the
+//                          arrays are aligned, the channel found once per
+//                          vector in 32-bit arithmetic, where v1-v3 divide an
+//                          element's 64-bit index twice. Same bits as v3.
 //
 // Welford keeps float32 statistics accurate where a one-pass sum of squares
 // would cancel: the error of the variance is about (elements per thread +
 // log2(threads)) * eps relative, independent of the mean's size.
 #include "kernels/batchnorm.cuh"
 
+#include <initializer_list>
 #include <type_traits>
 
 #include "convkit/backend/batch_norm_math.h"
 #include "convkit/backend/kernel_versions.h"
 #include "kernels/dispatch.cuh"
 #include "kernels/tensor_view.cuh"
+#include "kernels/vector_access.cuh"
 #include "kernels/warp_reduce.cuh"
 
 namespace convkit::CK_GPU_NS {
@@ -308,18 +315,56 @@ __global__ void backward_reduce_merge_partials(const T* partial_dy, const T* par
   }
 }
 
-// ---- elementwise maps: one grid-stride loop, channel (i / S) % C.
-// residual (null: none) is added before the ReLU, to the rounded affine value
-// as the unfused add would.
+// ---- elementwise maps. The element rules, shared by both mappings below
+// so that they agree bit for bit: the input gradient's products are rounded
+// before their sums (batch_norm_math::rounded_product), so nvcc cannot fuse
+// them differently where one mapping hoists a channel's terms out of its
+// loop and the other does not. residual (absent: none) is added before the
+// ReLU, to the rounded affine value, as the unfused add would.
+template <typename T>
+__device__ __forceinline__ T affine_element(T x, T scale, T shift, bool has_residual, T residual, bool relu) {
+  T y = x * scale + shift;
+  if (has_residual) y += residual;
+  return relu && !(y > T(0)) ? T(0) : y;
+}
+
+// Channel c's terms of grad_in = weight * invstd * (dy - sum_dy / M - (x - mean) * invstd^2 * sum_dy_xmu / M).
+template <typename T>
+struct InputGradientChannel {
+  T scale;    // weight * invstd
+  T mean_dy;  // sum_dy / M
+  T mean;
+  T proj;  // coefficient of (x - mean): sum_dy_xmu / M * invstd^2
+};
+
+template <typename T>
+__device__ __forceinline__ InputGradientChannel<T> input_gradient_channel(const T* mean, const T* invstd,
+                                                                          const T* weight, const T* sum_dy,
+                                                                          const T* sum_dy_xmu, T inv_m,
+                                                                          std::int64_t c) {
+  using batch_norm_math::rounded_product;
+  const T istd = invstd[c];
+  return {rounded_product(weight[c], istd), rounded_product(sum_dy[c], inv_m), mean[c],
+          rounded_product(rounded_product(rounded_product(sum_dy_xmu[c], inv_m), istd), istd)};
+}
+
+template <typename T>
+__device__ __forceinline__ T input_gradient_element(const InputGradientChannel<T>& k, T dy, T x) {
+  using batch_norm_math::rounded_product;
+  return rounded_product(k.scale, dy - k.mean_dy - rounded_product(x - k.mean, k.proj));
+}
+
+// v1 to v3: one element per grid-stride step, its channel (i / S) % C (two
+// 64-bit divisions, some 40-100 instructions, per element of a map whose
+// floor is 12 bytes of memory traffic).
 template <typename T>
 __global__ void affine_kernel(const T* x, const T* scale, const T* shift, const T* residual, ChannelGeometry g,
                               bool relu, T* out) {
   const std::int64_t total = g.N * g.C * g.S;
   for (std::int64_t i = grid_thread(); i < total; i += grid_threads()) {
     const std::int64_t c = (i / g.S) % g.C;
-    T y = x[i] * scale[c] + shift[c];
-    if (residual != nullptr) y += residual[i];
-    out[i] = relu && !(y > T(0)) ? T(0) : y;
+    out[i] = affine_element(x[i], scale[c], shift[c], residual != nullptr, residual != nullptr ? residual[i] : T(0),
+                            relu);
   }
 }
 
@@ -330,10 +375,68 @@ __global__ void backward_input_kernel(const T* dy, const T* x, const T* mean, co
   const T inv_m = T(1) / static_cast<T>(g.N * g.S);
   for (std::int64_t i = grid_thread(); i < total; i += grid_threads()) {
     const std::int64_t c = (i / g.S) % g.C;
-    const T istd = invstd[c];
-    const T proj = sum_dy_xmu[c] * inv_m * istd * istd;  // coefficient of (x - mean)
-    grad_in[i] = weight[c] * istd * (dy[i] - sum_dy[c] * inv_m - (x[i] - mean[c]) * proj);
+    grad_in[i] = input_gradient_element(input_gradient_channel(mean, invstd, weight, sum_dy, sum_dy_xmu, inv_m, c),
+                                        dy[i], x[i]);
   }
+}
+
+// v4: 16 bytes per grid-stride step (4 floats or 2 doubles, one load or
+// store instruction per array), planes of S elements a multiple of that, so
+// a vector lies in one plane and its channel is worked out once, in 32-bit
+// arithmetic: (v / vectors_per_plane) % C, two divisions per vector.
+// Needs 16-byte aligned arrays and fewer than 2^31 vectors (the launcher
+// checks, and runs the kernels above otherwise).
+struct VectorGeometry {
+  unsigned vectors, vectors_per_plane, C;
+};
+
+template <typename T>
+__global__ void affine_vectors(const T* x, const T* scale, const T* shift, const T* residual, VectorGeometry g,
+                               bool relu, T* out) {
+  constexpr int kV = dev::kVec16<T>;
+  const unsigned step = gridDim.x * blockDim.x;
+  for (unsigned v = blockIdx.x * blockDim.x + threadIdx.x; v < g.vectors; v += step) {
+    const unsigned c = v / g.vectors_per_plane % g.C;
+    const std::size_t at = static_cast<std::size_t>(v) * kV;
+    T xs[kV], rs[kV] = {}, ys[kV];
+    dev::load16(x + at, xs);
+    if (residual != nullptr) dev::load16(residual + at, rs);
+    const T k = scale[c], d = shift[c];
+    CK_UNROLL for (int j = 0; j < kV; ++j) ys[j] = affine_element(xs[j], k, d, residual != nullptr, rs[j], relu);
+    dev::store16(out + at, ys);
+  }
+}
+
+template <typename T>
+__global__ void backward_input_vectors(const T* dy, const T* x, const T* mean, const T* invstd, const T* weight,
+                                       const T* sum_dy, const T* sum_dy_xmu, T inv_m, VectorGeometry g,
+                                       T* grad_in) {
+  constexpr int kV = dev::kVec16<T>;
+  const unsigned step = gridDim.x * blockDim.x;
+  for (unsigned v = blockIdx.x * blockDim.x + threadIdx.x; v < g.vectors; v += step) {
+    const unsigned c = v / g.vectors_per_plane % g.C;
+    const std::size_t at = static_cast<std::size_t>(v) * kV;
+    T dys[kV], xs[kV], gs[kV];
+    dev::load16(dy + at, dys);
+    dev::load16(x + at, xs);
+    const InputGradientChannel<T> k = input_gradient_channel(mean, invstd, weight, sum_dy, sum_dy_xmu, inv_m, c);
+    CK_UNROLL for (int j = 0; j < kV; ++j) gs[j] = input_gradient_element(k, dys[j], xs[j]);
+    dev::store16(grad_in + at, gs);
+  }
+}
+
+// Whether v4's vector maps can run [N, C, S] with these arrays (null ones
+// count as aligned), and their geometry.
+template <typename T>
+bool vector_geometry(std::int64_t N, std::int64_t C, std::int64_t S, std::initializer_list<const void*> arrays,
+                     VectorGeometry* g) {
+  constexpr std::int64_t kV = dev::kVec16<T>;
+  const std::int64_t vectors = N * C * S / kV;
+  if (S % kV != 0 || vectors <= 0 || vectors >= (std::int64_t{1} << 31)) return false;
+  for (const void* p : arrays)
+    if (!dev::aligned16(p)) return false;
+  *g = {static_cast<unsigned>(vectors), static_cast<unsigned>(S / kV), static_cast<unsigned>(C)};
+  return true;
 }
 
 unsigned channel_blocks(std::int64_t C) { return static_cast<unsigned>(C < kMaxGridX ? C : kMaxGridX); }
@@ -356,10 +459,12 @@ const char* mapping_name(BatchNormMapping m) {
 
 int batch_norm_kernel_version() {
   static const bool registered = [] {
-    register_kernel_family({"batch_norm", 3, 3,
+    register_kernel_family({"batch_norm", 4, 4,
                             "v1 one thread per channel, two passes; "
                             "v2 one block per channel, Welford states merged by warp shuffles; "
-                            "v3 channels split over several blocks when C alone cannot fill the GPU"});
+                            "v3 channels split over several blocks when C alone cannot fill the GPU; "
+                            "v4 v3's reductions, the elementwise maps 16 bytes at a time with the channel found "
+                            "once per vector"});
     return true;
   }();
   (void)registered;
@@ -367,12 +472,12 @@ int batch_norm_kernel_version() {
 }
 
 BatchNormPlan plan_batch_norm(std::int64_t N, std::int64_t C, std::int64_t S, int version) {
-  CK_CHECK(version >= 1 && version <= 3, "batch_norm: kernel version ", version, " does not exist (1..3)");
+  CK_CHECK(version >= 1 && version <= 4, "batch_norm: kernel version ", version, " does not exist (1..4)");
   BatchNormPlan p;
   p.version = version;
   if (version == 1) return p;
   p.mapping = BatchNormMapping::block_per_channel;
-  if (version == 2 || C <= 0 || C >= kTargetBlocks) return p;
+  if (version == 2 || C <= 0 || C >= kTargetBlocks) return p;  // v4's reductions are v3's
   const std::int64_t for_occupancy = (kTargetBlocks + C - 1) / C;
   const std::int64_t for_work = N * S / (kBlockThreads * kPerThreadMin);
   std::int64_t splits = for_occupancy < for_work ? for_occupancy : for_work;
@@ -482,15 +587,23 @@ void backward_reduce(const char* op, DType dtype, const void* grad_out, const vo
 }
 
 void affine(const char* op, DType dtype, const void* x, const void* residual, const void* scale, const void* shift,
-            std::int64_t N, std::int64_t C, std::int64_t S, bool relu, void* out) {
+            std::int64_t N, std::int64_t C, std::int64_t S, bool relu, void* out, int version) {
   const std::int64_t total = N * C * S;
   if (total == 0) return;
-  const LaunchShape s = grid_stride_shape(total);
   dispatch_floating(dtype, op, [&](auto t) {
     using T = decltype(t);
-    launch(affine_kernel<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, static_cast<const T*>(x),
-           static_cast<const T*>(scale), static_cast<const T*>(shift), static_cast<const T*>(residual),
-           ChannelGeometry{N, C, S}, relu, static_cast<T*>(out));
+    const T* xp = static_cast<const T*>(x);
+    const T* rp = static_cast<const T*>(residual);
+    VectorGeometry vg{};
+    if (version >= 4 && vector_geometry<T>(N, C, S, {x, residual, out}, &vg)) {
+      const LaunchShape s = grid_stride_shape(vg.vectors);
+      launch(affine_vectors<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, xp, static_cast<const T*>(scale),
+             static_cast<const T*>(shift), rp, vg, relu, static_cast<T*>(out));
+      return;
+    }
+    const LaunchShape s = grid_stride_shape(total);
+    launch(affine_kernel<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, xp, static_cast<const T*>(scale),
+           static_cast<const T*>(shift), rp, ChannelGeometry{N, C, S}, relu, static_cast<T*>(out));
   });
 }
 
@@ -514,28 +627,41 @@ void launch_batch_norm_relu_backward_reduce(DType dtype, const void* grad_out, c
 }
 
 void launch_batch_norm_affine(DType dtype, const void* x, const void* scale, const void* shift, std::int64_t N,
-                              std::int64_t C, std::int64_t S, bool relu, void* out) {
-  affine("batch_norm_affine", dtype, x, nullptr, scale, shift, N, C, S, relu, out);
+                              std::int64_t C, std::int64_t S, bool relu, void* out, int version) {
+  affine("batch_norm_affine", dtype, x, nullptr, scale, shift, N, C, S, relu, out, version);
 }
 
 void launch_batch_norm_add_relu(DType dtype, const void* x, const void* residual, const void* scale,
-                                const void* shift, std::int64_t N, std::int64_t C, std::int64_t S, void* out) {
+                                const void* shift, std::int64_t N, std::int64_t C, std::int64_t S, void* out,
+                                int version) {
   CK_CHECK(residual != nullptr, "batch_norm_add_relu: the residual is missing");
-  affine("batch_norm_add_relu", dtype, x, residual, scale, shift, N, C, S, /*relu=*/true, out);
+  affine("batch_norm_add_relu", dtype, x, residual, scale, shift, N, C, S, /*relu=*/true, out, version);
 }
 
 void launch_batch_norm_backward_input(DType dtype, const void* grad_out, const void* x, const void* mean,
                                       const void* invstd, const void* weight, const void* sum_dy,
                                       const void* sum_dy_xmu, std::int64_t N, std::int64_t C, std::int64_t S,
-                                      void* grad_in) {
+                                      void* grad_in, int version) {
   const std::int64_t total = N * C * S;
   if (total == 0) return;
-  const LaunchShape s = grid_stride_shape(total);
   dispatch_floating(dtype, "batch_norm_backward_input", [&](auto t) {
     using T = decltype(t);
-    launch(backward_input_kernel<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, static_cast<const T*>(grad_out),
-           static_cast<const T*>(x), static_cast<const T*>(mean), static_cast<const T*>(invstd),
-           static_cast<const T*>(weight), static_cast<const T*>(sum_dy), static_cast<const T*>(sum_dy_xmu),
+    const T* dy = static_cast<const T*>(grad_out);
+    const T* xp = static_cast<const T*>(x);
+    const T* mp = static_cast<const T*>(mean);
+    const T* ip = static_cast<const T*>(invstd);
+    const T* wp = static_cast<const T*>(weight);
+    const T* s1 = static_cast<const T*>(sum_dy);
+    const T* s2 = static_cast<const T*>(sum_dy_xmu);
+    VectorGeometry vg{};
+    if (version >= 4 && vector_geometry<T>(N, C, S, {grad_out, x, grad_in}, &vg)) {
+      const LaunchShape s = grid_stride_shape(vg.vectors);
+      launch(backward_input_vectors<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, dy, xp, mp, ip, wp, s1, s2,
+             T(1) / static_cast<T>(N * S), vg, static_cast<T*>(grad_in));
+      return;
+    }
+    const LaunchShape s = grid_stride_shape(total);
+    launch(backward_input_kernel<T>, dim3(s.blocks), dim3(s.threads), 0, nullptr, dy, xp, mp, ip, wp, s1, s2,
            ChannelGeometry{N, C, S}, static_cast<T*>(grad_in));
   });
 }

@@ -45,14 +45,17 @@ void launch_batch_norm_coefficients(DType dtype, std::int64_t C, const void* mea
 void launch_batch_norm_backward_reduce(DType dtype, const void* grad_out, const void* x, const void* mean,
                                        std::int64_t N, std::int64_t C, std::int64_t S, void* sum_dy,
                                        void* sum_dy_xmu, const BatchNormPlan& plan, void* workspace);
-// out = x * scale[c] + shift[c], or with relu max(0, that). One version: an
-// elementwise map.
+// out = x * scale[c] + shift[c], or with relu max(0, that). The maps take the
+// family's version: 4 runs them 16 bytes at a time where S and the arrays'
+// alignment allow, 1 to 3 (and 4 elsewhere) an element at a time, with the
+// same bits.
 void launch_batch_norm_affine(DType dtype, const void* x, const void* scale, const void* shift, std::int64_t N,
-                              std::int64_t C, std::int64_t S, bool relu, void* out);
+                              std::int64_t C, std::int64_t S, bool relu, void* out, int version);
 // out = max(0, x * scale[c] + shift[c] + residual[i]): batch norm, a residual
 // add and a ReLU in the one map (batch_norm_add_relu). residual is x's shape.
 void launch_batch_norm_add_relu(DType dtype, const void* x, const void* residual, const void* scale,
-                                const void* shift, std::int64_t N, std::int64_t C, std::int64_t S, void* out);
+                                const void* shift, std::int64_t N, std::int64_t C, std::int64_t S, void* out,
+                                int version);
 // launch_batch_norm_backward_reduce behind a ReLU whose output is `out`: the
 // same pass writes grad_masked = out > 0 ? grad_out : 0 and sums grad_masked.
 // grad_masked may be grad_out (each element is read, then written, by one thread).
@@ -64,6 +67,6 @@ void launch_batch_norm_relu_backward_reduce(DType dtype, const void* grad_out, c
 void launch_batch_norm_backward_input(DType dtype, const void* grad_out, const void* x, const void* mean,
                                       const void* invstd, const void* weight, const void* sum_dy,
                                       const void* sum_dy_xmu, std::int64_t N, std::int64_t C, std::int64_t S,
-                                      void* grad_in);
+                                      void* grad_in, int version);
 
 }  // namespace convkit::CK_GPU_NS

@@ -318,17 +318,18 @@ def markdown(s):
     if tr is None:
         lines.append("no train.jsonl")
     else:
-        lines += ["| model | batch | convkit cpu | convkit gpu | convkit gpu, tuned | gpu/cpu | convkit gpu TF32 | "
-                  "convkit gpu TF32, tuned | convkit gpu TF32, pinned | PyTorch FP32 | PyTorch TF32 | "
+        lines += ["| model | batch | convkit cpu | convkit gpu | convkit gpu, tuned | convkit gpu, pinned | gpu/cpu | "
+                  "convkit gpu TF32 | convkit gpu TF32, tuned | convkit gpu TF32, pinned | PyTorch FP32 | PyTorch TF32 | "
                   "convkit/PyTorch FP32 | tuned/PyTorch FP32 | convkit/PyTorch TF32 | tuned/PyTorch TF32 |",
                   "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-                  "| ---: |"]
+                  "| ---: | ---: |"]
         for r in tr["rows"]:
             def col(name):
                 return r.get("convkit_cuda" + name) or r.get("convkit_sim" + name)
             ratio = '{:.2f}x'
             lines.append(f"| {r['model']} | {r['batch']} | {fmt(r.get('convkit_cpu'))} | {fmt(col(''))} | "
-                         f"{fmt(col('_tuned'))} | {fmt(r.get('gpu_over_cpu'), ratio)} | {fmt(col('_tf32'))} | "
+                         f"{fmt(col('_tuned'))} | {fmt(col('_pinned'))} | {fmt(r.get('gpu_over_cpu'), ratio)} | "
+                         f"{fmt(col('_tf32'))} | "
                          f"{fmt(col('_tf32_tuned'))} | {fmt(col('_tf32_pinned'))} | {fmt(r.get('pytorch_fp32'))} | "
                          f"{fmt(r.get('pytorch_tf32'))} | {fmt(r.get('convkit_over_pytorch_fp32'), ratio)} | "
                          f"{fmt(r.get('tuned_over_pytorch_fp32'), ratio)} | "
@@ -337,7 +338,8 @@ def markdown(s):
         if env.get("mode") == "sim":
             lines.append("\nsim runs the CUDA kernels on the CPU emulator: its figures test the pipeline, "
                          "not a GPU's speed.")
-        lines.append("\nThe pinned column is TF32 with the kernel versions its JSON lines name (pinned_kernels). "
+        lines.append("\nThe pinned columns run the kernel versions their JSON lines name (pinned_kernels): "
+                     "strict with batch norm's version 3, TF32 with the tensor-core conv family's version 4. "
                      "Tuned columns ran with conv benchmark mode (CONVKIT_CONV_BENCHMARK=1: each pass of each "
                      "layer timed over the algorithms and kernel versions, as PyTorch's cudnn.benchmark, "
                      "which both PyTorch columns use).")

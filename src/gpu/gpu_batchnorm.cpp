@@ -47,7 +47,7 @@ void GpuBackend::batch_norm_affine(const Tensor& x, const Tensor& scale, const T
                                    const Tensor& out) {
   const ChannelView v("batch_norm_affine", x);
   launch_batch_norm_affine(x.dtype(), x.raw_data(), scale.raw_data(), shift.raw_data(), v.N, v.C, v.S, relu,
-                           out.raw_data());
+                           out.raw_data(), batch_norm_kernel_version());
 }
 
 void GpuBackend::batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& x, const Tensor& mean,
@@ -67,7 +67,7 @@ void GpuBackend::batch_norm_backward_input(const Tensor& grad_out, const Tensor&
   CK_CHECK(grad_out.is_contiguous(), "batch_norm_backward_input: grad_out must be contiguous");
   launch_batch_norm_backward_input(x.dtype(), grad_out.raw_data(), x.raw_data(), mean.raw_data(), invstd.raw_data(),
                                    weight.raw_data(), sum_dy.raw_data(), sum_dy_xmu.raw_data(), v.N, v.C, v.S,
-                                   grad_in.raw_data());
+                                   grad_in.raw_data(), batch_norm_kernel_version());
 }
 
 void GpuBackend::batch_norm_add_relu(const Tensor& x, const Tensor& residual, const Tensor& scale,
@@ -76,7 +76,7 @@ void GpuBackend::batch_norm_add_relu(const Tensor& x, const Tensor& residual, co
   CK_CHECK(residual.is_contiguous() && residual.shape() == x.shape(),
            "batch_norm_add_relu: the residual must be contiguous of shape ", x.shape(), ", got ", residual.shape());
   launch_batch_norm_add_relu(x.dtype(), x.raw_data(), residual.raw_data(), scale.raw_data(), shift.raw_data(), v.N,
-                             v.C, v.S, out.raw_data());
+                             v.C, v.S, out.raw_data(), batch_norm_kernel_version());
 }
 
 void GpuBackend::batch_norm_relu_backward_reduce(const Tensor& grad_out, const Tensor& out, const Tensor& x,

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "convkit/sim/schedule.h"
 #include "gpu/gpu_testing.h"
@@ -20,7 +21,7 @@ using testing::gpu_devices;
 using testing::ScopedKernelVersion;
 namespace kernels = convkit::gpu_sim;
 
-constexpr int kVersions = 3;
+constexpr int kVersions = 4;
 
 TensorOptions on(Device d, DType dt) { return TensorOptions().dtype(dt).device(d); }
 
@@ -229,6 +230,44 @@ TEST_P(GpuBatchNorm, FusedReluVariantsEveryVersionMatchFloat64Reference) {
     }
 }
 
+// Version 4's maps (16 bytes at a time) against the element-at-a-time maps
+// of version 3, bit for bit: planes whose S is a multiple of a vector, one
+// that is only for float64 (S = 6), and arrays 4 bytes off 16-byte
+// alignment (a contiguous view at an offset), where version 4 runs the
+// element maps itself.
+TEST_P(GpuBatchNorm, VectorMapsGiveTheElementMapsBits) {
+  std::mt19937_64 rng(testing::kSeed + 925);
+  for (DType dt : {DType::float32, DType::float64})
+    for (const Shape& s : {Shape{2, 3, 4, 4}, Shape{3, 7, 8, 2}, Shape{2, 5, 6}, Shape{4, 64, 8, 8}})
+      for (bool aligned : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << s << " " << dtype_name(dt) << (aligned ? "" : " misaligned"));
+        const Channels v(s);
+        const auto opts = on(GetParam(), dt);
+        // Misaligned: each tensor a contiguous view one element into a larger one.
+        const auto tensor = [&](double lo, double hi) {
+          const std::int64_t skip = aligned ? 0 : 1;
+          return testing::random_tensor({s.numel() + skip}, rng, opts, lo, hi).narrow(0, skip, s.numel()).view(s);
+        };
+        const Tensor x = tensor(-2, 2), dy = tensor(-1, 1), residual = tensor(-1, 1);
+        const Tensor scale = testing::random_tensor({v.C}, rng, opts), shift = testing::random_tensor({v.C}, rng, opts);
+        const Tensor mean = testing::random_tensor({v.C}, rng, opts), invstd = testing::random_tensor({v.C}, rng, opts, 0.5, 2);
+        const Tensor weight = testing::random_tensor({v.C}, rng, opts);
+        const Tensor s1 = testing::random_tensor({v.C}, rng, opts, -5, 5), s2 = testing::random_tensor({v.C}, rng, opts, -5, 5);
+        std::vector<std::vector<double>> results[2];
+        for (int version : {3, 4}) {
+          ScopedKernelVersion scoped("batch_norm", version);
+          Backend& b = backend_for(GetParam());
+          Tensor plain = empty(s, opts), rectified = empty(s, opts), fused = empty(s, opts), grad_in = empty(s, opts);
+          b.batch_norm_affine(x, scale, shift, /*relu=*/false, plain);
+          b.batch_norm_affine(x, scale, shift, /*relu=*/true, rectified);
+          b.batch_norm_add_relu(x, residual, scale, shift, fused);
+          b.batch_norm_backward_input(dy, x, mean, invstd, weight, s1, s2, grad_in);
+          for (const Tensor& t : {plain, rectified, fused, grad_in}) results[version - 3].push_back(t.to_vector<double>());
+        }
+        for (std::size_t i = 0; i < results[0].size(); ++i) EXPECT_EQ(results[1][i], results[0][i]) << "output " << i;
+      }
+}
+
 TEST(GpuBatchNormPlan, PlannerSplitsOnlyWhenChannelsCannotFillTheGpu) {
   using M = kernels::BatchNormMapping;
   EXPECT_EQ(kernels::plan_batch_norm(3, 2, 3000, 1).mapping, M::thread_per_channel);
@@ -242,7 +281,14 @@ TEST(GpuBatchNormPlan, PlannerSplitsOnlyWhenChannelsCannotFillTheGpu) {
   EXPECT_EQ(kernels::plan_batch_norm(128, 64, 1024, 3).splits, 16u);
   EXPECT_EQ(kernels::plan_batch_norm(128, 2048, 49, 3).mapping, M::block_per_channel);  // enough channels
   EXPECT_EQ(kernels::plan_batch_norm(7, 2, 9, 3).mapping, M::block_per_channel);        // too little work
-  EXPECT_THROW(kernels::plan_batch_norm(1, 1, 1, 4), Error);
+  // Version 4's reductions are version 3's.
+  for (const auto& [N, C, S] : {std::tuple{3, 2, 3000}, {128, 64, 1024}, {128, 2048, 49}, {7, 2, 9}}) {
+    const auto v3 = kernels::plan_batch_norm(N, C, S, 3), v4 = kernels::plan_batch_norm(N, C, S, 4);
+    EXPECT_EQ(v4.mapping, v3.mapping);
+    EXPECT_EQ(v4.splits, v3.splits);
+    EXPECT_EQ(v4.workspace_elements, v3.workspace_elements);
+  }
+  EXPECT_THROW(kernels::plan_batch_norm(1, 1, 1, 5), Error);
 }
 
 TEST(GpuBatchNormSchedules, BlockAndSplitMappingsUnderReverseAndRandomOrders) {
