@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/environment_flag.h"
 #include "convkit/backend/kernel_versions.h"
 #include "convkit/backend/precision.h"
 
@@ -20,11 +21,6 @@ namespace convkit {
 
 namespace {
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string(v) != "0";
-}
-
 constexpr ConvPass kPasses[] = {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights};
 
 struct SelectionState {
@@ -35,8 +31,11 @@ struct SelectionState {
   // hand two threads different plans for it.
   std::mutex timing;
   ConvAlgo default_algo = ConvAlgo::automatic;
-  bool benchmark = env_flag("CONVKIT_CONV_BENCHMARK");
-  bool logging = env_flag("CONVKIT_CONV_LOG");
+  // Read strictly (1, true, 0, false): "false" or "no" meaning on would
+  // change every conv's algorithm unannounced. A bad value is an Error at
+  // the first conv, naming the variable.
+  bool benchmark = detail::environment_flag("CONVKIT_CONV_BENCHMARK").value_or(false);
+  bool logging = detail::environment_flag("CONVKIT_CONV_LOG").value_or(false);
   std::map<std::string, ConvPassChoice> cache;  // benchmark winners, per pass
   std::map<std::string, bool> logged;           // descriptors already reported
 };

@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <latch>
@@ -313,6 +314,15 @@ TEST(ConvAlgoSelection, AMalformedCacheFileNamesTheFileAndLine) {
   }
   EXPECT_THROW(load_conv_algo_cache(path + ".missing"), Error);
   std::remove(path.c_str());
+}
+
+// CONVKIT_CONV_BENCHMARK sets the mode a process starts in (ctest runs this
+// with it set, tests/conv/CMakeLists.txt; unset, the test skips).
+TEST(ConvBenchmarkEnvironment, TheVariableSetsTheStartingMode) {
+  const char* named = std::getenv("CONVKIT_CONV_BENCHMARK");
+  if (named == nullptr) GTEST_SKIP() << "CONVKIT_CONV_BENCHMARK is unset";
+  const std::string v = named;
+  EXPECT_EQ(conv_benchmark_mode(), v == "1" || v == "true");
 }
 
 }  // namespace

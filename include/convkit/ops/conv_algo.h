@@ -24,7 +24,9 @@
 //    three passes.
 // With logging on, each first choice for a descriptor is printed to stderr,
 // and every benchmark with each candidate's time.
-// Environment: CONVKIT_CONV_BENCHMARK=1, CONVKIT_CONV_LOG=1 switch the modes on.
+// Environment: CONVKIT_CONV_BENCHMARK=1, CONVKIT_CONV_LOG=1 switch the modes on
+// (1 or true; 0, false or unset leave them off; any other value is an Error
+// naming the variable, at the first conv).
 #include <string>
 
 #include "convkit/backend/conv_desc.h"
